@@ -1,0 +1,149 @@
+"""Values that cross the sandbox boundary as plain data, never as live objects.
+
+The sandboxed child encodes each test output into JSON with a few type tags; the scorer decodes
+it into builtin objects it built itself. Python's own `==` then decides a test exactly as ColBench's
+in-process comparison would for plain values (1 == 1.0, (1, 2) != [1, 2], nan != nan), while an
+object whose `__eq__` always returns True arrives as an `Opaque` that equals nothing.
+
+Standard library only: the sandbox worker imports this module before any agent code runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import decimal
+import fractions
+import json
+import math
+
+TAG = "__t"
+
+
+class Opaque:
+    """Stand-in for a value of a type we do not carry across (class instances, numpy arrays...).
+
+    ColBench compares such objects with default identity equality, so two of them never match.
+    """
+
+    __slots__ = ("type_name",)
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"<opaque {self.type_name}>"
+
+
+class EncodingError(ValueError):
+    pass
+
+
+# Exact types only: a subclass of int or str could override __eq__, so it is first reduced to its
+# builtin base value with the base type's own methods.
+_BASE_REDUCERS = (
+    (bool, bool.__bool__),
+    (int, lambda x: int.__add__(x, 0)),
+    (float, lambda x: float.__add__(x, 0.0)),
+    (str, lambda x: str.__getitem__(x, slice(None))),
+    (bytes, lambda x: bytes.__getitem__(x, slice(None))),
+)
+
+
+def encode(value: object, max_depth: int = 64) -> object:
+    """Return a JSON-serialisable structure describing `value` (see module docstring)."""
+    return _encode(value, max_depth, set())
+
+
+def _encode(x: object, depth: int, seen: set[int]) -> object:
+    if depth < 0:
+        raise EncodingError("output nested too deeply")
+    t = type(x)
+    if x is None or t is bool or t is str:
+        return x
+    if t is int:
+        return x
+    if t is float:
+        if math.isfinite(x):
+            return x
+        return {TAG: "float", "v": repr(x)}  # nan, inf, -inf
+    if t is bytes:
+        return {TAG: "bytes", "v": base64.b64encode(x).decode()}
+    for base, reduce in _BASE_REDUCERS:
+        if isinstance(x, base) and t is not base:
+            return _encode(reduce(x), depth, seen)
+    if t in (list, tuple, set, frozenset, dict):
+        if id(x) in seen:
+            return {TAG: "opaque", "type": "recursive " + t.__name__}
+        seen = seen | {id(x)}
+        if t is dict:
+            items = [[_encode(k, depth - 1, seen), _encode(v, depth - 1, seen)] for k, v in dict.items(x)]
+            return {TAG: "dict", "v": items}
+        items = [_encode(v, depth - 1, seen) for v in t.__iter__(x)]
+        return items if t is list else {TAG: t.__name__, "v": items}
+    if t is complex:
+        return {TAG: "complex", "v": [repr(x.real), repr(x.imag)]}
+    if t is decimal.Decimal:
+        return {TAG: "decimal", "v": str(x)}
+    if t is fractions.Fraction:
+        return {TAG: "fraction", "v": [x.numerator, x.denominator]}
+    if t in (_dt.datetime, _dt.date, _dt.time):
+        return {TAG: t.__name__, "v": x.isoformat()}
+    if t is _dt.timedelta:
+        return {TAG: "timedelta", "v": [x.days, x.seconds, x.microseconds]}
+    if t.__module__ == "numpy" and hasattr(x, "item") and getattr(x, "shape", None) == ():
+        return _encode(x.item(), depth, seen)  # numpy scalars compare like Python numbers
+    return {TAG: "opaque", "type": f"{t.__module__}.{t.__qualname__}"}
+
+
+def _decode_tagged(obj: dict) -> object:
+    tag = obj.get(TAG)
+    if tag is None:
+        raise EncodingError(f"untagged object in output: keys {sorted(obj)[:5]}")
+    v = obj.get("v")
+    if tag == "float":
+        return float(v)
+    if tag == "bytes":
+        return base64.b64decode(v)
+    if tag == "tuple":
+        return tuple(v)
+    if tag == "set":
+        return set(v)
+    if tag == "frozenset":
+        return frozenset(v)
+    if tag == "dict":
+        return {k: val for k, val in v}
+    if tag == "complex":
+        return complex(float(v[0]), float(v[1]))
+    if tag == "decimal":
+        return decimal.Decimal(v)
+    if tag == "fraction":
+        return fractions.Fraction(v[0], v[1])
+    if tag in ("datetime", "date", "time"):
+        return getattr(_dt, tag).fromisoformat(v)
+    if tag == "timedelta":
+        return _dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2])
+    if tag == "opaque":
+        return Opaque(str(obj.get("type")))
+    raise EncodingError(f"unknown tag {tag!r}")
+
+
+def dumps(value: object) -> str:
+    """Encode a live value to its JSON text (used inside the sandbox)."""
+    return json.dumps(encode(value), separators=(",", ":"))
+
+
+def loads(text: str) -> object:
+    """Decode JSON text produced by `dumps` into builtin objects; raise EncodingError if malformed."""
+    try:
+        return json.loads(text, object_hook=_decode_tagged)
+    except EncodingError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError, OverflowError) as e:
+        raise EncodingError(f"malformed output: {type(e).__name__}: {e}") from None
