@@ -1,0 +1,33 @@
+# The pipeline for Snakemake, built from dvc.yaml at parse time (see sweetflow/dag.py): this file
+# only wires rules; executors, threads and resources belong in workflow/profiles/.
+from sweetflow.dag import is_directory_out, load_stages, snakemake_inputs
+
+STAGES = load_stages(workflow.basedir)
+PRODUCED = {out for stage in STAGES for out in stage.outs}
+
+
+rule all:
+    input:
+        sorted(PRODUCED),
+    default_target: True
+
+
+for stage in STAGES:
+
+    rule:
+        name:
+            stage.rule_name
+        input:
+            snakemake_inputs(stage, PRODUCED),
+        output:
+            [directory(out) if is_directory_out(out) else out for out in stage.outs],
+        params:
+            # Listed so that a change of the stage's params.yaml values reruns it, as in DVC.
+            values=stage.params,
+            cmd=stage.cmd,
+        log:
+            f"logs/{stage.rule_name}.log",
+        conda:
+            "workflow/envs/sweetflow.yaml"
+        shell:
+            "({params.cmd}) > {log} 2>&1"

@@ -1,0 +1,56 @@
+"""Stage `tasks`: generate (or import) backend tasks and record each reference's outputs.
+
+Reads params sections `tasks` and `sandbox`; writes `data/tasks/` with `train.parquet`,
+`test.parquet`, `metrics.json` (references flagged, by kind) and `manifest.json`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import polars as pl
+
+from sweetflow.artifacts import stage_output, write_json
+from sweetflow.errors import run_stage
+from sweetflow.params import load_params
+from sweetflow.sandbox import Sandbox
+from sweetflow.scoring import FLAGS, check_references
+from sweetflow.tasks import colbench, procedural
+from sweetflow.tasks.table import CHECKED_SCHEMA, to_frame
+
+OUT = "data/tasks"
+
+
+def main() -> None:
+    params = load_params()
+    p = params.tasks
+    inputs = []
+    if p.source == "procedural":
+        train, test = procedural.generate_tasks(p.n_train, p.n_test, p.seed, p.families, progress=True)
+    else:
+        test = colbench.read_backend_jsonl(p.colbench_test, limit=p.colbench_test_rows)
+        train = colbench.read_backend_jsonl(p.colbench_train) if p.colbench_train else []
+        inputs += [path for path in (p.colbench_test, p.colbench_train) if path]
+
+    metrics = {}
+    with stage_output(OUT, "tasks", {"tasks": p, "sandbox": params.sandbox}, inputs, seed=p.seed) as out, Sandbox(params.sandbox) as sandbox:
+        for split, tasks in (("train", train), ("test", test)):
+            checks = check_references(tasks, sandbox, desc=f"references ({split})")
+            rows = [
+                {**t, "split": split, "expected": c.expected, "reference_passes": c.reference_passes, "flags": c.flags}
+                for t, c in zip(tasks, checks)
+            ]
+            to_frame(rows, CHECKED_SCHEMA).write_parquet(out / f"{split}.parquet")
+            flagged = Counter(f for c in checks for f in c.flags)
+            metrics[split] = {
+                "tasks": len(tasks),
+                "flagged": sum(bool(c.flags) for c in checks),
+                **{f"flag_{name}": flagged.get(name, 0) for name in FLAGS},
+            }
+        metrics["sandbox_isolation"] = sandbox.isolation
+        write_json(out / "metrics.json", metrics)
+    print(pl.DataFrame([{"split": k, **v} for k, v in metrics.items() if isinstance(v, dict)]))
+
+
+if __name__ == "__main__":
+    run_stage(main)

@@ -1,0 +1,140 @@
+"""The stage contract: outputs appear whole or not at all, each with a manifest that traces it.
+
+A stage writes into a temporary sibling directory and renames it into place only when everything,
+including `manifest.json`, is written. A killed stage leaves at most a `.tmp-*` directory behind,
+never a half artifact at the declared path. The manifest records what `sweetflow lineage` checks:
+the stage, its validated params, a content hash of every input and of the output itself, the code
+version, package versions, the seed and the wall time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import time
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Iterator
+
+from pydantic import BaseModel
+
+MANIFEST = "manifest.json"
+PACKAGES = ("sweetflow", "polars", "pydantic", "torch", "transformers", "accelerate", "dvc", "snakemake")
+
+
+def content_hash(path: Path | str) -> str:
+    """sha256 of a file, or of a directory's files (relative path + content), manifests excluded.
+
+    Manifests hold wall times, so leaving them out makes the hash a function of the data alone.
+    """
+    path = Path(path)
+    if path.is_file():
+        return _file_sha256(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    digest = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file() and p.name != MANIFEST):
+        digest.update(f.relative_to(path).as_posix().encode() + b"\0" + _file_sha256(f).encode() + b"\n")
+    return digest.hexdigest()
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def code_version() -> dict:
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def package_versions() -> dict:
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def read_manifest(artifact: Path | str) -> dict:
+    return json.loads((Path(artifact) / MANIFEST).read_text())
+
+
+def write_json(path: Path, obj: object) -> None:
+    path.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+@contextmanager
+def stage_output(
+    out: Path | str,
+    stage: str,
+    params: dict[str, BaseModel],
+    inputs: list[Path | str] = (),
+    seed: int | None = None,
+) -> Iterator[Path]:
+    """Yield a temporary directory to fill; on success it replaces `out`, with a manifest.
+
+    `params` maps each params.yaml section the stage reads to its validated model; `inputs` are the
+    data files and directories it reads.
+
+    On an exception the temporary directory is removed and whatever was at `out` stays as it was.
+    """
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    started = time.time()
+    input_hashes = {Path(p).as_posix(): content_hash(p) for p in inputs}
+    try:
+        yield tmp
+        manifest = {
+            "stage": stage,
+            "output": out.as_posix(),
+            "output_hash": content_hash(tmp),
+            "params": {section: model.model_dump(mode="json") for section, model in params.items()},
+            "inputs": input_hashes,
+            "code": code_version(),
+            "packages": package_versions(),
+            "seed": seed,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "wall_time_s": round(time.time() - started, 3),
+        }
+        write_json(tmp / MANIFEST, manifest)
+        _replace_dir(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _replace_dir(new: Path, out: Path) -> None:
+    """Put `new` at `out`. A directory can't be renamed over a non-empty one, so the old one is
+    first moved aside; either name always holds a complete artifact."""
+    if out.exists() or out.is_symlink():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(out, old)
+        os.replace(new, out)
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old)
+        else:
+            old.unlink()
+    else:
+        os.replace(new, out)

@@ -1,0 +1,109 @@
+"""The `sweetflow` command: inspect parameters, trace artifacts, score outputs made elsewhere."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from sweetflow.errors import InputError
+
+console = Console()
+
+
+def cmd_params(args: argparse.Namespace) -> int:
+    from sweetflow.params import describe_params, load_params
+
+    params = load_params(args.file)
+    table = Table("key", "value", "description", title=f"effective parameters ({args.file})")
+    for key, value, description in describe_params(params):
+        table.add_row(key, json.dumps(value, default=str), description)
+    console.print(table)
+    return 0
+
+
+def cmd_lineage(args: argparse.Namespace) -> int:
+    from sweetflow import lineage
+
+    node = lineage.trace(args.path, args.root)
+    tree = Tree(_label(node))
+    _grow(tree, node)
+    console.print(tree)
+    problems = node.all_problems()
+    if not args.no_dvc:
+        problems += lineage.dvc_lock_problems(args.root, lineage.stages_of(node))
+    if problems:
+        console.print(f"[bold red]{len(problems)} problem(s):[/]")
+        for p in problems:
+            console.print(f"  [red]✗[/] {p}", highlight=False)
+        return 1
+    console.print("[green]✓ every recorded hash matches the files on disk[/]")
+    return 0
+
+
+def _label(node) -> str:
+    if node.manifest is None:
+        return f"[cyan]{node.path}[/] (source)"
+    m = node.manifest
+    code = m.get("code", {})
+    commit = (code.get("git_commit") or "no commit")[:10] + (" dirty" if code.get("dirty") else "")
+    params = ", ".join(m.get("params", {})) or "none"
+    mark = "[red]✗[/]" if node.problems else "[green]✓[/]"
+    return (
+        f"{mark} [bold]{node.path}[/] ← stage [magenta]{m.get('stage')}[/]  "
+        f"params: {params}  code: {commit}  seed: {m.get('seed')}  {m.get('wall_time_s')} s"
+    )
+
+
+def _grow(tree: Tree, node) -> None:
+    for parent in node.parents:
+        _grow(tree.add(_label(parent)), parent)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from sweetflow.scorefile import score_file
+
+    summary = score_file(args.file, args.domain, out=args.out, workers=args.workers)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sweetflow", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("params", help="print the effective, validated parameters with their descriptions")
+    p.add_argument("--file", type=Path, default=Path("params.yaml"))
+    p.set_defaults(func=cmd_params)
+
+    p = sub.add_parser("lineage", help="trace an artifact back to its data, code and params; verify hashes")
+    p.add_argument("path", type=Path)
+    p.add_argument("--root", type=Path, default=Path("."), help="project root (where dvc.yaml is)")
+    p.add_argument("--no-dvc", action="store_true", help="skip the dvc.lock check")
+    p.set_defaults(func=cmd_lineage)
+
+    p = sub.add_parser("score", help="score trajectories in ColBench's output shape (JSONL with task and answer)")
+    p.add_argument("file", type=Path)
+    p.add_argument("--domain", choices=["backend"], required=True)
+    p.add_argument("--out", type=Path, help="also write per-row scores here (.jsonl or .parquet)")
+    p.add_argument("--workers", type=int, default=0, help="sandbox workers (0: one per core)")
+    p.set_defaults(func=cmd_score)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (InputError, FileNotFoundError) as e:
+        console.print(f"[bold red]error:[/] {e}", highlight=False)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+"""Errors in what a user gave us (params, input files): reported as one clear line, no traceback."""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+
+class InputError(ValueError):
+    """Bad input; the message names the file, row and field (or params key) at fault."""
+
+
+def run_stage(main: Callable[[], None]) -> None:
+    """Entry point of `python -m stages.<name>`: bad input exits 2 with its message."""
+    try:
+        main()
+    except (InputError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,70 @@
+"""Shared fixtures: throw-away copies of the project in which real DVC and Snakemake runs happen."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT.parent / "shared" / "colbench-sample"
+PROJECT_FILES = ("dvc.yaml", "params.yaml", "Snakefile", "pyproject.toml", ".dvcignore", "stages", "sweetflow", "workflow")
+# Small enough that a whole `dvc repro` takes seconds.
+SMALL_PARAMS = {"tasks": {"n_train": 24, "n_test": 12, "seed": 3}, "sandbox": {"workers": 2}}
+
+
+def tool_env() -> dict:
+    """The environment for running our tools as subprocesses: the venv's `python`, `dvc` first."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("GIT_AUTHOR_NAME", "sweetflow-tests")
+    env.setdefault("GIT_AUTHOR_EMAIL", "tests@localhost")
+    env.setdefault("GIT_COMMITTER_NAME", "sweetflow-tests")
+    env.setdefault("GIT_COMMITTER_EMAIL", "tests@localhost")
+    return env
+
+
+def run(cmd: list[str], cwd: Path, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+    result = subprocess.run(cmd, cwd=cwd, env=tool_env(), capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def make_project(dest: Path, params: dict | None = None) -> Path:
+    """A fresh git + DVC repository holding the project's pipeline, with `params` merged in."""
+    dest.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in PROJECT_FILES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=ignore)
+        elif src.exists():
+            shutil.copy2(src, dest / name)
+    (dest / ".dvc").mkdir()
+    for name in ("config", ".gitignore"):
+        shutil.copy2(ROOT / ".dvc" / name, dest / ".dvc" / name)
+    merged = yaml.safe_load((ROOT / "params.yaml").read_text()) or {}
+    for section, values in (params or {}).items():
+        merged.setdefault(section, {}).update(values)
+    (dest / "params.yaml").write_text(yaml.safe_dump(merged, sort_keys=False))
+    (dest / ".gitignore").write_text(".snakemake/\nlogs/\n__pycache__/\n")
+    run(["git", "init", "-q", "-b", "main"], dest)
+    run(["git", "add", "-A"], dest)
+    run(["git", "commit", "-q", "-m", "project"], dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def repro_project(tmp_path_factory) -> Path:
+    """One small project on which `dvc repro` has run; tests that only read it share it."""
+    project = make_project(tmp_path_factory.mktemp("dvc") / "project", SMALL_PARAMS)
+    run(["dvc", "repro", "--quiet"], project)
+    run(["git", "add", "-A"], project)
+    run(["git", "commit", "-q", "-m", "repro"], project)
+    return project

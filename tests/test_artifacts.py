@@ -1,0 +1,61 @@
+"""The stage contract: whole outputs or none, each with a manifest."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sweetflow.artifacts import MANIFEST, content_hash, read_manifest, stage_output
+from sweetflow.params import Params
+
+
+def test_output_appears_with_its_manifest(tmp_path):
+    src = tmp_path / "input.txt"
+    src.write_text("data")
+    params = Params()
+    with stage_output(tmp_path / "out", "demo", {"tasks": params.tasks}, [src], seed=7) as tmp:
+        assert not (tmp_path / "out").exists()  # nothing at the declared path until done
+        (tmp / "a.txt").write_text("hello")
+    manifest = read_manifest(tmp_path / "out")
+    assert manifest["stage"] == "demo" and manifest["seed"] == 7
+    assert manifest["params"]["tasks"]["n_test"] == params.tasks.n_test
+    assert manifest["inputs"] == {src.as_posix(): content_hash(src)}
+    assert manifest["output_hash"] == content_hash(tmp_path / "out")
+    assert {"python", "polars", "pydantic"} <= set(manifest["packages"])
+    assert manifest["wall_time_s"] >= 0
+
+
+def test_failed_stage_leaves_the_previous_output_untouched(tmp_path):
+    out = tmp_path / "out"
+    with stage_output(out, "demo", {}) as tmp:
+        (tmp / "a.txt").write_text("good")
+    with pytest.raises(RuntimeError):
+        with stage_output(out, "demo", {}) as tmp:
+            (tmp / "a.txt").write_text("half")
+            raise RuntimeError("killed mid-way")
+    assert (out / "a.txt").read_text() == "good"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary left behind
+
+
+def test_rerun_replaces_the_whole_directory(tmp_path):
+    out = tmp_path / "out"
+    with stage_output(out, "demo", {}) as tmp:
+        (tmp / "old.txt").write_text("1")
+    with stage_output(out, "demo", {}) as tmp:
+        (tmp / "new.txt").write_text("2")
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "new.txt"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.dictionaries(st.from_regex(r"[a-z]{1,8}", fullmatch=True), st.binary(max_size=64), min_size=1, max_size=5))
+def test_content_hash_sees_every_byte_and_name_but_not_manifests(tmp_path_factory, files):
+    d = tmp_path_factory.mktemp("h")
+    for name, data in files.items():
+        (d / name).write_bytes(data)
+    before = content_hash(d)
+    (d / MANIFEST).write_text("{}")
+    assert content_hash(d) == before
+    name = next(iter(files))
+    (d / name).write_bytes(files[name] + b"x")
+    assert content_hash(d) != before
