@@ -124,6 +124,20 @@ def stage_output(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def checkpoint_path(stage: str, params: dict[str, BaseModel], inputs: list[Path | str]) -> Path:
+    """Where a stage keeps work in progress for resuming. Outside its declared outputs (DVC deletes
+    those before rerunning a stage) and named by everything that decides the work, so a changed
+    configuration never resumes from another one's episodes."""
+    key = json.dumps(
+        {
+            "params": {name: model.model_dump(mode="json") for name, model in params.items()},
+            "inputs": {Path(p).as_posix(): content_hash(p) for p in inputs},
+        },
+        sort_keys=True,
+    )
+    return Path(".sweetflow/checkpoints") / f"{stage}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
+
+
 def _replace_dir(new: Path, out: Path) -> None:
     """Put `new` at `out`. A directory can't be renamed over a non-empty one, so the old one is
     first moved aside; either name always holds a complete artifact."""

@@ -10,10 +10,18 @@ class InputError(ValueError):
     """Bad input; the message names the file, row and field (or params key) at fault."""
 
 
+class StageFailed(RuntimeError):
+    """The stage ran but its result is not acceptable (e.g. too many failed episodes)."""
+
+
 def run_stage(main: Callable[[], None]) -> None:
-    """Entry point of `python -m stages.<name>`: bad input exits 2 with its message."""
+    """Entry point of `python -m stages.<name>`: bad input exits 2, a failed stage 1, with the message
+    alone (no traceback)."""
     try:
         main()
     except (InputError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    except StageFailed as e:
+        print(f"stage failed: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from sweetflow.artifacts import MANIFEST, content_hash, read_manifest
-from sweetflow.params import ParamsError, load_params
+from sweetflow.params import ParamsError, load_params, section_of
 
 
 @dataclass
@@ -70,7 +70,7 @@ def _visit(artifact: Path, root: Path, params: BaseModel | None, seen: dict[Path
     if content_hash(artifact) != manifest.get("output_hash"):
         node.problems.append(f"{rel}: content differs from what stage {stage!r} wrote (edited by hand?)")
     for section, recorded in (manifest.get("params") or {}).items():
-        current = getattr(params, section, None) if params is not None else None
+        current = section_of(params, section) if params is not None else None
         if current is not None and current.model_dump(mode="json") != recorded:
             node.problems.append(f"{rel}: params.yaml section {section!r} changed since {stage!r} ran (stale)")
     for dep, recorded_hash in manifest.get("inputs", {}).items():

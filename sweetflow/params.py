@@ -14,13 +14,25 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sweetflow.errors import InputError
-from sweetflow.sandbox import SandboxParams
 
 PARAMS_FILE = Path("params.yaml")
 
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class SandboxParams(Section):
+    """Limits for executing untrusted code. Defaults follow ColBench (1 s per call)."""
+
+    workers: int = Field(0, ge=0, description="Worker processes; 0 means one per CPU core.")
+    call_timeout_s: float = Field(1.0, gt=0, description="Time limit of one test call (ColBench: 1 s).")
+    task_timeout_s: float = Field(20.0, gt=0, description="Wall-clock bound for one answer and all its test calls.")
+    cpu_s: int = Field(15, ge=1, description="CPU-seconds limit (RLIMIT_CPU) of one answer's process.")
+    memory_mb: int = Field(1024, ge=64, description="Address-space limit (RLIMIT_AS) of one answer's process, MiB.")
+    file_size_mb: int = Field(8, ge=0, description="Largest file an answer may write in its temporary directory, MiB.")
+    open_files: int = Field(32, ge=8, description="Open file descriptors allowed to an answer (RLIMIT_NOFILE).")
+    max_output_bytes: int = Field(1_000_000, ge=1024, description="Most bytes of encoded outputs accepted from one answer.")
 
 
 class TasksParams(Section):
@@ -47,11 +59,116 @@ class TasksParams(Section):
         return self
 
 
+class EndpointParams(Section):
+    """An OpenAI-compatible chat endpoint: vLLM, `transformers serve`, or a hosted API."""
+
+    base_url: str = Field("http://127.0.0.1:8000/v1", description="Endpoint URL, ending in /v1.")
+    model: str = Field("default", description="Model name as the server knows it.")
+    api_key_env: str = Field(
+        "OPENAI_API_KEY",
+        description="Name of the environment variable holding the API key (the key itself never goes in params).",
+    )
+    timeout_s: float = Field(120.0, gt=0, description="Time limit of one request.")
+    max_retries: int = Field(6, ge=0, description="Retries, with exponential backoff, of timeouts, 429s, 5xx and dropped connections.")
+    concurrency: int = Field(8, ge=1, description="Requests in flight at once.")
+
+
+class SimulatorParams(Section):
+    """The simulated human (DESIGN.md §2-3)."""
+
+    backend: Literal["scripted", "openai"] = Field(
+        "scripted", description="'scripted': offline, answers from the hidden facts; 'openai': an LLM plays the human."
+    )
+    max_reply_chars: int = Field(400, ge=1, description="Replies are cut to this many characters (ColBench: 400).")
+    max_facts: int = Field(2, ge=1, description="Scripted: most facts given in one reply.")
+    match_threshold: float = Field(
+        1.0, gt=0, le=1, description="Scripted: share of a fact's topic words a question must contain to get the fact."
+    )
+    endpoint: EndpointParams | None = Field(None, description="Backend 'openai': the endpoint serving the simulator model.")
+
+    @model_validator(mode="after")
+    def _openai_needs_endpoint(self) -> "SimulatorParams":
+        if self.backend == "openai" and self.endpoint is None:
+            raise ValueError("backend 'openai' needs an endpoint (base_url, model, api_key_env)")
+        return self
+
+
+class AgentParams(Section):
+    """One agent (policy) that can be rolled out or evaluated."""
+
+    backend: Literal["scripted", "no_ask", "openai"] = Field(
+        ..., description="'scripted': the expert asker; 'no_ask': answers at once; 'openai': a served model."
+    )
+    skill: float = Field(
+        1.0, ge=0, le=1, description="Scripted: chance of asking about each hidden fact (the rest are guessed)."
+    )
+    temperature: float = Field(1.0, ge=0, description="Model backends: sampling temperature (paper: 1.0).")
+    top_p: float = Field(1.0, gt=0, le=1, description="Model backends: nucleus sampling mass.")
+    max_new_tokens: int = Field(512, ge=1, description="Model backends: most tokens generated per turn.")
+    endpoint: EndpointParams | None = Field(None, description="Backend 'openai': the endpoint serving the policy.")
+
+    @model_validator(mode="after")
+    def _openai_needs_endpoint(self) -> "AgentParams":
+        if self.backend == "openai" and self.endpoint is None:
+            raise ValueError("backend 'openai' needs an endpoint (base_url, model, api_key_env)")
+        return self
+
+
+def default_agents() -> dict[str, AgentParams]:
+    return {
+        "expert": AgentParams(backend="scripted", skill=1.0),
+        "no_ask": AgentParams(backend="no_ask"),
+        "half_expert": AgentParams(backend="scripted", skill=0.5),
+    }
+
+
+class EpisodeParams(Section):
+    """How episodes are run, shared by offline rollouts and evaluation."""
+
+    max_turns: int = Field(10, ge=1, description="Most agent turns in an episode (ColBench: 10).")
+    max_failure_share: float = Field(
+        0.02, ge=0, le=1, description="The stage fails when a larger share of episodes fails after retries."
+    )
+    flush_every: int = Field(16, ge=1, description="Finished episodes are saved in batches of this size, for resuming.")
+
+
+class RolloutParams(Section):
+    """Offline rollouts on the training tasks (stage `rollout`, SWEET-RL step 1)."""
+
+    agent: str = Field("half_expert", description="Name of the agent (a key of `agents`) that collects the data.")
+    samples_per_task: int = Field(3, ge=1, description="Trajectories per training task (official: 3).")
+    seed: int = Field(0, description="Seed of the episodes' sampling.")
+
+
+class EvaluateParams(Section):
+    """Evaluation on the test tasks (stages `evaluate@<method>`)."""
+
+    methods: list[str] = Field(
+        ["expert", "no_ask"], description="Agents (keys of `agents`) evaluated by the default DAG, one stage each."
+    )
+    samples_per_task: int = Field(1, ge=1, description="Episodes per test task.")
+    seed: int = Field(0, description="Seed of the episodes' sampling.")
+
+
 class Params(Section):
     """The whole of params.yaml."""
 
     tasks: TasksParams = Field(default_factory=TasksParams, description=TasksParams.__doc__)
     sandbox: SandboxParams = Field(default_factory=SandboxParams, description=SandboxParams.__doc__)
+    simulator: SimulatorParams = Field(default_factory=SimulatorParams, description=SimulatorParams.__doc__)
+    agents: dict[str, AgentParams] = Field(
+        default_factory=default_agents, description="Named agents; rollouts and evaluations refer to them by name."
+    )
+    episodes: EpisodeParams = Field(default_factory=EpisodeParams, description=EpisodeParams.__doc__)
+    rollout: RolloutParams = Field(default_factory=RolloutParams, description=RolloutParams.__doc__)
+    evaluate: EvaluateParams = Field(default_factory=EvaluateParams, description=EvaluateParams.__doc__)
+
+    @model_validator(mode="after")
+    def _agents_exist(self) -> "Params":
+        for where, name in [("rollout.agent", self.rollout.agent)] + [("evaluate.methods", m) for m in self.evaluate.methods]:
+            if name not in self.agents:
+                raise ValueError(f"{where}: no agent named {name!r}; defined agents: {sorted(self.agents)}")
+        return self
 
 
 class ParamsError(InputError):
@@ -80,6 +197,14 @@ def load_params(path: Path | str = PARAMS_FILE) -> Params:
         raise ParamsError(f"{path}: invalid parameters:\n  {problems}") from None
 
 
+def section_of(params: BaseModel, dotted: str) -> BaseModel | None:
+    """The model at a dotted section name such as "agents.expert", or None if there is none."""
+    node: object = params
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, dict) else getattr(node, part, None)
+    return node if isinstance(node, BaseModel) else None
+
+
 def describe_params(model: BaseModel, prefix: str = "") -> list[tuple[str, object, str]]:
     """(dotted key, effective value, description) for every leaf field, in declaration order."""
     rows = []
@@ -88,6 +213,9 @@ def describe_params(model: BaseModel, prefix: str = "") -> list[tuple[str, objec
         key = f"{prefix}{name}"
         if isinstance(value, BaseModel):
             rows.extend(describe_params(value, key + "."))
+        elif isinstance(value, dict) and value and all(isinstance(v, BaseModel) for v in value.values()):
+            for item, sub in value.items():
+                rows.extend(describe_params(sub, f"{key}.{item}."))
         else:
             rows.append((key, value, info.description or ""))
     return rows

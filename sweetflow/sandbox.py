@@ -25,29 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
 from tqdm import tqdm
+
+from sweetflow.params import SandboxParams
 
 log = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Layers that only a root worker can set up; without them the sandbox still runs, with a warning.
 ROOT_LAYERS = ("no-network", "private-tmp", "unprivileged-uid")
-
-
-class SandboxParams(BaseModel):
-    """Limits for executing untrusted code. Defaults follow ColBench (1 s per call)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    workers: int = Field(0, ge=0, description="Worker processes; 0 means one per CPU core.")
-    call_timeout_s: float = Field(1.0, gt=0, description="Time limit of one test call (ColBench: 1 s).")
-    task_timeout_s: float = Field(20.0, gt=0, description="Wall-clock bound for one answer and all its test calls.")
-    cpu_s: int = Field(15, ge=1, description="CPU-seconds limit (RLIMIT_CPU) of one answer's process.")
-    memory_mb: int = Field(1024, ge=64, description="Address-space limit (RLIMIT_AS) of one answer's process, MiB.")
-    file_size_mb: int = Field(8, ge=0, description="Largest file an answer may write in its temporary directory, MiB.")
-    open_files: int = Field(32, ge=8, description="Open file descriptors allowed to an answer (RLIMIT_NOFILE).")
-    max_output_bytes: int = Field(1_000_000, ge=1024, description="Most bytes of encoded outputs accepted from one answer.")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,55 @@
+"""The collaboration protocol shared by agents, simulators and the rollout engine (DESIGN.md §2).
+
+An episode alternates agent and human messages, at most `max_turns` agent turns. It ends when the
+agent's message contains `ANSWER_MARKER` — the final answer is what follows it — or at the last
+turn, whose whole message is then the answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ANSWER_MARKER = "I WANT TO ANSWER:"
+AGENT, HUMAN = "agent", "human"
+
+
+@dataclass
+class Message:
+    role: str  # AGENT or HUMAN
+    content: str
+
+
+@dataclass
+class AgentTurn:
+    """One agent step as a trainer needs it: exactly what the model saw and said."""
+
+    prompt: str  # the formatted model input (chat template text, or the JSON of chat messages)
+    raw: str  # the model's raw output
+    message: str  # the message as it enters the dialogue
+    logprob_sum: float | None = None
+    logprob_mean: float | None = None
+    n_tokens: int | None = None
+
+
+@dataclass
+class EpisodeView:
+    """What an agent may see: the public task and the dialogue so far, never the hidden facts."""
+
+    task_id: str
+    problem_description: str
+    messages: list[Message]
+    seed: int  # per-episode seed: the same (task, sample) gives the same sampled behaviour
+    # Scripted agents only: the names of the facts a competent asker would ask about (topics) and
+    # how to write the answer once they are known. Language-model agents never read these.
+    topics: list[dict] = field(default_factory=list)
+    template: str = ""
+
+    @property
+    def turn(self) -> int:
+        return sum(m.role == AGENT for m in self.messages)
+
+
+def final_answer(message: str) -> str | None:
+    """The answer in an agent message, or None if the message doesn't give one."""
+    at = message.find(ANSWER_MARKER)
+    return message[at + len(ANSWER_MARKER) :].strip() if at >= 0 else None

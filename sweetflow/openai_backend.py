@@ -1,0 +1,62 @@
+"""A thin client for OpenAI-compatible chat endpoints (vLLM, `transformers serve`, hosted APIs).
+
+The API key is read from the environment variable the params name, at call time, and is never
+stored in an artifact. Transient faults (timeouts, 429, 5xx, dropped connections) are retried with
+exponential backoff by the `openai` client itself; what still fails raises `EndpointError`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import openai
+
+from sweetflow.params import EndpointParams
+
+
+class EndpointError(RuntimeError):
+    """A request that failed after every retry; the message says why."""
+
+
+@dataclass
+class Completion:
+    text: str
+    logprob_sum: float | None = None
+    logprob_mean: float | None = None
+    n_tokens: int | None = None
+
+
+class ChatClient:
+    def __init__(self, params: EndpointParams):
+        self.params = params
+        # Local servers (vLLM, transformers serve) accept any key; hosted APIs need the real one.
+        key = os.environ.get(params.api_key_env) or "no-key"
+        self._client = openai.OpenAI(
+            base_url=params.base_url, api_key=key, timeout=params.timeout_s, max_retries=params.max_retries
+        )
+
+    def complete(
+        self,
+        messages: list[dict],
+        temperature: float,
+        max_tokens: int | None = None,
+        top_p: float | None = None,
+        logprobs: bool = False,
+        seed: int | None = None,
+    ) -> Completion:
+        extra = {k: v for k, v in (("max_tokens", max_tokens), ("top_p", top_p), ("seed", seed)) if v is not None}
+        try:
+            response = self._client.chat.completions.create(
+                model=self.params.model, messages=messages, temperature=temperature, logprobs=logprobs or None, **extra
+            )
+        except openai.APIError as e:
+            raise EndpointError(f"{type(e).__name__}: {e}"[:300]) from None
+        if not response.choices:
+            raise EndpointError("the endpoint returned no choices")
+        choice = response.choices[0]
+        tokens = (choice.logprobs.content or []) if choice.logprobs else []
+        if tokens:
+            total = sum(t.logprob for t in tokens)
+            return Completion(choice.message.content or "", total, total / len(tokens), len(tokens))
+        return Completion(choice.message.content or "")

@@ -1,0 +1,260 @@
+"""The rollout engine: many collaboration episodes advancing together, resumable.
+
+Each round asks the agent for the next turn of every live episode in one batch, then gets the
+simulated human's replies concurrently. Finished episodes are scored in the sandbox and appended
+to a checkpoint file in batches; a run killed at any point and restarted with the same checkpoint
+reuses every episode it saved and ends with exactly one trajectory per (task, sample).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import polars as pl
+from tqdm import tqdm
+
+from sweetflow.agents import Agent
+from sweetflow.errors import StageFailed
+from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, EpisodeView, Message, final_answer
+from sweetflow.params import EpisodeParams, Params
+from sweetflow.sandbox import Sandbox
+from sweetflow.scoring import score_answers
+from sweetflow.simulators import Human, make_human
+
+TURN = pl.Struct(
+    {
+        "role": pl.String,
+        "content": pl.String,
+        "prompt": pl.String,  # agent turns: the exact model input
+        "raw": pl.String,  # agent turns: the raw model output
+        "logprob_sum": pl.Float64,
+        "logprob_mean": pl.Float64,
+        "n_tokens": pl.Int64,
+    }
+)
+TRAJECTORY_SCHEMA = pl.Schema(
+    {
+        "task_id": pl.String,
+        "sample": pl.Int32,
+        "seed": pl.Int64,
+        "dialogue": pl.List(TURN),
+        "answer": pl.String,
+        "answered": pl.Boolean,  # the agent used the answer marker (protocol followed)
+        "n_turns": pl.Int32,  # agent turns
+        "reward": pl.Float64,  # fraction of tests passed
+        "success": pl.Boolean,
+        "sandbox_status": pl.String,
+        "failure": pl.String,  # why the episode could not be completed, or null
+    }
+)
+
+
+def episode_seed(seed: int, task_id: str, sample: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}:{task_id}:{sample}".encode()).digest()[:6], "big")
+
+
+@dataclass
+class Episode:
+    task: dict
+    sample: int
+    seed: int
+    messages: list[Message] = field(default_factory=list)
+    turns: list[AgentTurn] = field(default_factory=list)
+    answer: str | None = None
+    answered: bool = False
+    failure: str | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.task["task_id"], self.sample
+
+    def view(self) -> EpisodeView:
+        return EpisodeView(
+            task_id=self.task["task_id"],
+            problem_description=self.task["problem_description"],
+            messages=list(self.messages),
+            seed=self.seed,
+            topics=list(self.task.get("facts") or []),
+            template=self.task.get("template") or "",
+        )
+
+    def dialogue(self) -> list[dict]:
+        rows, agent_turns = [], iter(self.turns)
+        for m in self.messages:
+            row = {"role": m.role, "content": m.content}
+            if m.role == AGENT:
+                row.update({k: v for k, v in asdict(next(agent_turns)).items() if k != "message"})
+            rows.append(row)
+        return rows
+
+
+class Checkpoint:
+    """Finished episodes, one JSON line each, appended and fsynced batch by batch."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def load(self) -> dict[tuple[str, int], dict]:
+        done: dict[tuple[str, int], dict] = {}
+        if not self.path.exists():
+            return done
+        for line in self.path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line torn by a kill mid-write; that episode is simply run again
+            if record.get("failure") is None:  # failed episodes are retried on resume
+                done[(record["task_id"], record["sample"])] = record
+        return done
+
+    def append(self, records: list[dict]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a") as fh:
+            fh.write("".join(json.dumps(r) + "\n" for r in records))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def run_episodes(
+    tasks: list[dict],
+    samples_per_task: int,
+    agent: Agent,
+    human: Human,
+    sandbox: Sandbox,
+    params: EpisodeParams,
+    seed: int,
+    checkpoint: Checkpoint,
+    human_concurrency: int = 1,
+    desc: str = "episodes",
+) -> list[dict]:
+    """Run (or finish) every (task, sample) episode; return their records in task, sample order."""
+    done = checkpoint.load()
+    todo = [
+        Episode(task, s, episode_seed(seed, task["task_id"], s))
+        for task in tasks
+        for s in range(samples_per_task)
+        if (task["task_id"], s) not in done
+    ]
+    bar = tqdm(total=len(tasks) * samples_per_task, initial=len(done), desc=desc, unit="episode")
+    live, finished = todo, []
+    with ThreadPoolExecutor(human_concurrency) as pool:
+        while live:
+            for ep, turn in zip(live, agent.act([ep.view() for ep in live])):
+                if isinstance(turn, Exception):
+                    ep.failure = f"agent: {turn}"[:500]
+                    continue
+                ep.turns.append(turn)
+                ep.messages.append(Message(AGENT, turn.message))
+                answer = final_answer(turn.message)
+                if answer is not None:
+                    ep.answer, ep.answered = answer, True
+                elif len(ep.turns) >= params.max_turns:
+                    ep.answer = turn.message
+            waiting = [ep for ep in live if ep.answer is None and ep.failure is None]
+            replies = pool.map(lambda ep: _reply(human, ep), waiting)
+            for ep, reply in zip(waiting, replies):
+                if isinstance(reply, Exception):
+                    ep.failure = f"simulator: {reply}"[:500]
+                else:
+                    ep.messages.append(Message(HUMAN, reply))
+            finished += [ep for ep in live if ep.answer is not None or ep.failure is not None]
+            live = [ep for ep in live if ep.answer is None and ep.failure is None]
+            if len(finished) >= params.flush_every or (not live and finished):
+                records = _score(finished, sandbox)
+                checkpoint.append(records)
+                done.update({(r["task_id"], r["sample"]): r for r in records})
+                bar.update(len(records))
+                finished = []
+    bar.close()
+    # Failed episodes are kept in the result (and counted), but not reused on resume.
+    failed = {(ep.task["task_id"], ep.sample): ep for ep in todo if ep.failure is not None}
+    return [done.get(key) or _record(failed[key], None) for key in _keys(tasks, samples_per_task)]
+
+
+def _keys(tasks: list[dict], samples: int) -> list[tuple[str, int]]:
+    return [(t["task_id"], s) for t in tasks for s in range(samples)]
+
+
+def _reply(human: Human, ep: Episode) -> str | Exception:
+    try:
+        return human.reply(ep.task, ep.messages)
+    except Exception as e:  # noqa: BLE001 - any simulator fault fails this episode only, with its reason
+        return e
+
+
+def _score(episodes: list[Episode], sandbox: Sandbox) -> list[dict]:
+    answered = [ep for ep in episodes if ep.failure is None]
+    scores = score_answers(
+        [ep.answer for ep in answered],
+        [list(ep.task["expected"]) for ep in answered],
+        [list(ep.task["test_cases"]) for ep in answered],
+        sandbox,
+    )
+    by_key = {ep.key: s for ep, s in zip(answered, scores)}
+    return [_record(ep, by_key.get(ep.key)) for ep in episodes]
+
+
+def _record(ep: Episode, score) -> dict:
+    return {
+        "task_id": ep.task["task_id"],
+        "sample": ep.sample,
+        "seed": ep.seed,
+        "dialogue": ep.dialogue(),
+        "answer": ep.answer or "",
+        "answered": ep.answered,
+        "n_turns": len(ep.turns),
+        "reward": score.tests_passed if score else 0.0,
+        "success": bool(score and score.success),
+        "sandbox_status": score.status if score else None,
+        "failure": ep.failure,
+    }
+
+
+def to_frame(records: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(records, schema=TRAJECTORY_SCHEMA, orient="row")
+
+
+def summarize_episodes(frame: pl.DataFrame) -> dict:
+    """Backend metrics of a set of trajectories."""
+    n = frame.height
+    return {
+        "tests_passed": float(frame["reward"].mean()) if n else 0.0,
+        "success_rate": float(frame["success"].mean()) if n else 0.0,
+        "count": n,
+        "mean_turns": float(frame["n_turns"].mean()) if n else 0.0,
+        "protocol_followed": float(frame["answered"].mean()) if n else 0.0,
+        "failures": int(frame["failure"].is_not_null().sum()),
+    }
+
+
+class TooManyFailures(StageFailed):
+    pass
+
+
+def collect(
+    tasks: list[dict], agent: Agent, params: Params, samples_per_task: int, seed: int, checkpoint: Path, desc: str
+) -> pl.DataFrame:
+    """Run the episodes of a stage with the simulator and sandbox its params name; fail loudly when
+    more episodes failed than `episodes.max_failure_share` allows (the checkpoint keeps the rest)."""
+    human = make_human(params.simulator)
+    endpoint = params.simulator.endpoint
+    with Sandbox(params.sandbox) as sandbox:
+        records = run_episodes(
+            tasks, samples_per_task, agent, human, sandbox, params.episodes, seed, Checkpoint(checkpoint),
+            human_concurrency=endpoint.concurrency if endpoint else 1, desc=desc,
+        )
+    frame = to_frame(records)
+    failed = frame.filter(pl.col("failure").is_not_null())
+    if frame.height and failed.height / frame.height > params.episodes.max_failure_share:
+        reasons = failed["failure"].value_counts(sort=True).head(3).rows()
+        raise TooManyFailures(
+            f"{failed.height} of {frame.height} episodes failed (more than episodes.max_failure_share = "
+            f"{params.episodes.max_failure_share}); most common reasons: {reasons}. Rerun to retry them: "
+            f"finished episodes are kept in {checkpoint}."
+        )
+    return frame
