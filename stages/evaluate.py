@@ -1,9 +1,9 @@
 """Stage `evaluate@<method>`: a method's agent on the test tasks.
 
 `python -m stages.evaluate METHOD` reads params `evaluate`, `agents.<METHOD>`, `simulator`,
-`episodes`, `sandbox`; writes `reports/backend/<METHOD>/` with `metrics.json` (`tests_passed`,
-`success_rate`, mean turns, protocol compliance, failures), `trajectories.parquet` and
-`manifest.json`. Resumable like `rollout`.
+`episodes`, `sandbox`; writes `data/evaluations/<METHOD>/` (`trajectories.parquet`,
+`manifest.json`) and `reports/backend/<METHOD>/metrics.json` (`tests_passed`, `success_rate`, mean
+turns, protocol compliance, failures). Resumable like `rollout`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import sys
 
 from sweetflow.agents import make_agent
-from sweetflow.artifacts import checkpoint_path, stage_output, write_json
+from sweetflow.artifacts import checkpoint_path, stage_output
 from sweetflow.errors import InputError, run_stage
 from sweetflow.params import load_params
 from sweetflow.rollout import collect, summarize_episodes
@@ -39,14 +39,14 @@ def main() -> None:
     stage = f"evaluate@{method}"
     tasks = read_tasks(TASKS).to_dicts()
     checkpoint = checkpoint_path(stage, sections, [TASKS])
-    with stage_output(f"reports/backend/{method}", stage, sections, [TASKS], seed=p.seed) as out:
+    out_dir, metrics = f"data/evaluations/{method}", f"reports/backend/{method}/metrics.json"
+    with stage_output(out_dir, stage, sections, [TASKS], p.seed, metrics) as out:
         agent = make_agent(params.agents[method])
         frame = collect(tasks, agent, params, p.samples_per_task, p.seed, checkpoint, stage)
-        frame.write_parquet(out / "trajectories.parquet")
-        metrics = summarize_episodes(frame)
-        write_json(out / "metrics.json", metrics)
+        frame.write_parquet(out.dir / "trajectories.parquet")
+        out.metrics.update(summarize_episodes(frame))
     checkpoint.unlink(missing_ok=True)
-    print(json.dumps(metrics, indent=2))
+    print(json.dumps(out.metrics, indent=2))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Reads params `rollout`, `agents.<rollout.agent>`, `simulator`, `episodes`, `sandbox`; writes
 `data/rollouts/` with `trajectories.parquet` (one row per (task, sample), the dialogue nested, the
-reward), `metrics.json` and `manifest.json`. Resumable: finished episodes are kept in
+reward) and `manifest.json`, and `reports/rollouts/metrics.json`. Resumable: finished episodes are kept in
 `.sweetflow/checkpoints/` until the output is complete.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from sweetflow.agents import make_agent
-from sweetflow.artifacts import checkpoint_path, stage_output, write_json
+from sweetflow.artifacts import checkpoint_path, stage_output
 from sweetflow.errors import run_stage
 from sweetflow.params import load_params
 from sweetflow.rollout import collect, summarize_episodes
@@ -19,6 +19,7 @@ from sweetflow.tasks.table import read_tasks
 
 TASKS = "data/tasks/train.parquet"
 OUT = "data/rollouts"
+METRICS = "reports/rollouts/metrics.json"
 
 
 def main() -> None:
@@ -34,13 +35,12 @@ def main() -> None:
     }
     tasks = read_tasks(TASKS).to_dicts()
     checkpoint = checkpoint_path("rollout", sections, [TASKS])
-    with stage_output(OUT, "rollout", sections, [TASKS], seed=p.seed) as out:
+    with stage_output(OUT, "rollout", sections, [TASKS], p.seed, METRICS) as out:
         frame = collect(tasks, make_agent(agent_params), params, p.samples_per_task, p.seed, checkpoint, "rollout")
-        frame.write_parquet(out / "trajectories.parquet")
-        metrics = summarize_episodes(frame)
-        write_json(out / "metrics.json", metrics)
+        frame.write_parquet(out.dir / "trajectories.parquet")
+        out.metrics.update(summarize_episodes(frame))
     checkpoint.unlink(missing_ok=True)
-    print(json.dumps(metrics, indent=2))
+    print(json.dumps(out.metrics, indent=2))
 
 
 if __name__ == "__main__":

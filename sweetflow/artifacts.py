@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Iterator
@@ -24,21 +25,22 @@ from typing import Iterator
 from pydantic import BaseModel
 
 MANIFEST = "manifest.json"
+# Files in an output directory that are bookkeeping, not data: our manifest (it holds wall times)
+# and the marker Snakemake puts in every directory() output.
+NOT_DATA = frozenset({MANIFEST, ".snakemake_timestamp"})
 PACKAGES = ("sweetflow", "polars", "pydantic", "torch", "transformers", "accelerate", "dvc", "snakemake")
 
 
 def content_hash(path: Path | str) -> str:
-    """sha256 of a file, or of a directory's files (relative path + content), manifests excluded.
-
-    Manifests hold wall times, so leaving them out makes the hash a function of the data alone.
-    """
+    """sha256 of a file, or of a directory's files (relative path + content), bookkeeping excluded,
+    so that the hash is a function of the data alone, whichever engine ran the stage."""
     path = Path(path)
     if path.is_file():
         return _file_sha256(path)
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: no such file or directory")
     digest = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file() and p.name != MANIFEST):
+    for f in sorted(p for p in path.rglob("*") if p.is_file() and p.name not in NOT_DATA):
         digest.update(f.relative_to(path).as_posix().encode() + b"\0" + _file_sha256(f).encode() + b"\n")
     return digest.hexdigest()
 
@@ -82,6 +84,14 @@ def write_json(path: Path, obj: object) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
+@dataclass
+class StageOutput:
+    """What a stage fills inside `stage_output`: files in `dir`, numbers in `metrics`."""
+
+    dir: Path
+    metrics: dict = field(default_factory=dict)
+
+
 @contextmanager
 def stage_output(
     out: Path | str,
@@ -89,13 +99,16 @@ def stage_output(
     params: dict[str, BaseModel],
     inputs: list[Path | str] = (),
     seed: int | None = None,
-) -> Iterator[Path]:
-    """Yield a temporary directory to fill; on success it replaces `out`, with a manifest.
+    metrics: Path | str | None = None,
+) -> Iterator[StageOutput]:
+    """Yield a StageOutput whose temporary `dir` replaces `out`, with a manifest, on success.
 
     `params` maps each params.yaml section the stage reads to its validated model; `inputs` are the
-    data files and directories it reads.
+    data files and directories it reads. With `metrics`, the filled `metrics` dict is written to
+    that JSON file too: it lives apart from `out` so that DVC can declare it a metrics file
+    (`cache: false`, committed to git); the manifest records its hash.
 
-    On an exception the temporary directory is removed and whatever was at `out` stays as it was.
+    On an exception the temporary directory is removed and what was at `out` stays as it was.
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -104,12 +117,21 @@ def stage_output(
     tmp.mkdir()
     started = time.time()
     input_hashes = {Path(p).as_posix(): content_hash(p) for p in inputs}
+    result = StageOutput(tmp)
     try:
-        yield tmp
+        yield result
+        metrics_files = {}
+        if metrics is not None:
+            metrics = Path(metrics)
+            metrics.parent.mkdir(parents=True, exist_ok=True)
+            metrics_tmp = metrics.with_name(f".{metrics.name}.tmp-{os.getpid()}")
+            write_json(metrics_tmp, result.metrics)
+            metrics_files[metrics.as_posix()] = content_hash(metrics_tmp)
         manifest = {
             "stage": stage,
             "output": out.as_posix(),
             "output_hash": content_hash(tmp),
+            "metrics": metrics_files,
             "params": {section: model.model_dump(mode="json") for section, model in params.items()},
             "inputs": input_hashes,
             "code": code_version(),
@@ -120,8 +142,12 @@ def stage_output(
         }
         write_json(tmp / MANIFEST, manifest)
         _replace_dir(tmp, out)
+        if metrics is not None:
+            os.replace(metrics_tmp, metrics)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if metrics is not None:
+            Path(metrics).with_name(f".{Path(metrics).name}.tmp-{os.getpid()}").unlink(missing_ok=True)
 
 
 def checkpoint_path(stage: str, params: dict[str, BaseModel], inputs: list[Path | str]) -> Path:

@@ -42,11 +42,20 @@ def find_artifact(path: Path | str, root: Path) -> Path | None:
     return None
 
 
+def producer_of_metrics(path: Path | str, root: Path) -> Path | None:
+    """The artifact whose manifest lists `path` among its metrics files."""
+    rel = Path(path).resolve().relative_to(root).as_posix()
+    for manifest in sorted((root / "data").rglob(MANIFEST)):
+        if rel in read_manifest(manifest.parent).get("metrics", {}):
+            return manifest.parent
+    return None
+
+
 def trace(path: Path | str, root: Path | str = ".") -> Node:
     root = Path(root).resolve()
-    artifact = find_artifact(path, root)
+    artifact = find_artifact(path, root) or producer_of_metrics(path, root)
     if artifact is None:
-        raise FileNotFoundError(f"{path}: not inside a stage output (no {MANIFEST} at or above it)")
+        raise FileNotFoundError(f"{path}: no stage output's manifest covers it")
     try:
         params = load_params(root / "params.yaml")
     except ParamsError as e:
@@ -69,6 +78,9 @@ def _visit(artifact: Path, root: Path, params: BaseModel | None, seen: dict[Path
     stage = manifest.get("stage", "?")
     if content_hash(artifact) != manifest.get("output_hash"):
         node.problems.append(f"{rel}: content differs from what stage {stage!r} wrote (edited by hand?)")
+    for metrics, recorded_hash in manifest.get("metrics", {}).items():
+        if not (root / metrics).exists() or content_hash(root / metrics) != recorded_hash:
+            node.problems.append(f"{metrics}: differs from what stage {stage!r} wrote (edited by hand?)")
     for section, recorded in (manifest.get("params") or {}).items():
         current = section_of(params, section) if params is not None else None
         if current is not None and current.model_dump(mode="json") != recorded:

@@ -18,6 +18,7 @@ import json
 import math
 
 TAG = "__t"
+BIG_INT_BITS = 4096
 
 
 class Opaque:
@@ -68,7 +69,8 @@ def _encode(x: object, depth: int, seen: set[int]) -> object:
     if x is None or t is bool or t is str:
         return x
     if t is int:
-        return x
+        # Beyond json's digit limit (and its quadratic decimal conversion) big ints travel as hex.
+        return x if x.bit_length() <= BIG_INT_BITS else {TAG: "int", "v": hex(x)}
     if t is float:
         if math.isfinite(x):
             return x
@@ -109,6 +111,8 @@ def _decode_tagged(obj: dict) -> object:
     v = obj.get("v")
     if tag == "float":
         return float(v)
+    if tag == "int":
+        return int(v, 16)
     if tag == "bytes":
         return base64.b64decode(v)
     if tag == "tuple":
@@ -145,5 +149,5 @@ def loads(text: str) -> object:
         return json.loads(text, object_hook=_decode_tagged)
     except EncodingError:
         raise
-    except (ValueError, TypeError, KeyError, IndexError, RecursionError, OverflowError) as e:
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError, ArithmeticError) as e:
         raise EncodingError(f"malformed output: {type(e).__name__}: {e}") from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -140,7 +141,10 @@ def run_episodes(
         for s in range(samples_per_task)
         if (task["task_id"], s) not in done
     ]
-    bar = tqdm(total=len(tasks) * samples_per_task, initial=len(done), desc=desc, unit="episode")
+    total = len(tasks) * samples_per_task
+    if done:
+        print(f"{desc}: resuming: {len(done)} of {total} episodes already done", file=sys.stderr)
+    bar = tqdm(total=total, initial=len(done), desc=desc, unit="episode")
     live, finished = todo, []
     with ThreadPoolExecutor(human_concurrency) as pool:
         while live:

@@ -55,6 +55,10 @@ class Execution:
     outputs: list[str | None]
     call_errors: list[str | None]
 
+    @classmethod
+    def failed(cls, status: str, n_calls: int) -> "Execution":
+        return cls(status, [None] * n_calls, ["not_run"] * n_calls)
+
     def failure_kinds(self) -> Counter:
         kinds = Counter({self.status: 1}) if self.status != "ok" else Counter()
         kinds.update(f"call_{e}" for e in self.call_errors if e not in (None, "not_run"))
@@ -84,7 +88,7 @@ def parse_result(reply: dict, n_calls: int) -> Execution:
             else:
                 raise ValueError(f"unknown record {kind!r}")
     except (ValueError, IndexError):
-        return Execution("protocol_error", [None] * n_calls, ["not_run"] * n_calls)
+        return Execution.failed("protocol_error", n_calls)
     if status is None:
         if reply.get("problem"):
             status = reply["problem"]
@@ -152,7 +156,7 @@ class _Worker:
             # The worker itself died or hung (an answer got at it): replace it, fail this job only.
             self.stop()
             self.start()
-            return Execution("sandbox_error", [None] * len(job.calls), ["not_run"] * len(job.calls))
+            return Execution.failed("sandbox_error", len(job.calls))
         return parse_result(json.loads(line), len(job.calls))
 
     def stop(self) -> None:
@@ -160,7 +164,10 @@ class _Worker:
             self.proc.kill()
             self.proc.wait()
             for pipe in (self.proc.stdin, self.proc.stdout):
-                pipe.close()
+                try:
+                    pipe.close()
+                except OSError:  # unsent bytes to a dead worker
+                    pass
             self.proc = None
         if self.scratch is not None:
             self.scratch.cleanup()
@@ -206,7 +213,13 @@ class Sandbox:
                     i, job = todo.get_nowait()
                 except queue.Empty:
                     return
-                results[i] = worker.run(job)
+                try:
+                    results[i] = worker.run(job)
+                except Exception as e:  # noqa: BLE001 - a broken worker fails its job, never the run
+                    log.warning("sandbox worker failed (%s); restarting it", e)
+                    worker.stop()
+                    worker.start()
+                    results[i] = Execution.failed("sandbox_error", len(job.calls))
                 with lock:
                     bar.update()
 

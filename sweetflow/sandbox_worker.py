@@ -31,6 +31,7 @@ import bisect, collections, copy, datetime, decimal, fractions, functools, heapq
 import operator, random, re, statistics, string, textwrap, typing, unicodedata  # noqa: E401,F401
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWNET = 0x40000000
 MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 0x1000, 0x2000, 0x4000, 1 << 18
 WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue")
@@ -132,6 +133,9 @@ def _child(job: dict, workdir: str, uid: int | None, result_fd: int) -> None:
         os.closerange(result_fd + 1, 65536)
         os.chdir(workdir)
         if uid is not None:
+            # A fresh IPC namespace per answer: shared memory or message queues it creates die with it.
+            if ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWIPC) != 0:
+                os._exit(3)
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)

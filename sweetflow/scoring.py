@@ -19,6 +19,9 @@ from sweetflow.sandbox import Job, Sandbox
 OFFICIAL_FILTER = ("sudo",)
 FLAGS = ("reference_error", "call_error", "nondeterministic", "none_output", "self_unequal", "official_filter")
 
+# Decoding or comparing plain data can still raise (Decimal('sNaN') == 1, deep nesting): a fail.
+COMPARISON_ERRORS = (plaindata.EncodingError, ArithmeticError, RecursionError, TypeError, ValueError)
+
 FENCE_RE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S | re.I)
 
 
@@ -36,7 +39,7 @@ def passes_test(expected: str | None, output: str | None) -> bool:
         if reference is None:
             return False
         return bool(plaindata.loads(output) == reference)
-    except (plaindata.EncodingError, RecursionError, TypeError, ValueError):
+    except COMPARISON_ERRORS:
         return False
 
 
@@ -83,7 +86,7 @@ def _safe_loads(text: str) -> object:
 def _equal_to_itself(value: object) -> bool:
     try:
         return bool(value == plaindata.loads(plaindata.dumps(value)))
-    except (plaindata.EncodingError, RecursionError, TypeError, ValueError):
+    except COMPARISON_ERRORS:
         return False
 
 

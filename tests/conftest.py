@@ -15,7 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT.parent / "shared" / "colbench-sample"
 PROJECT_FILES = ("dvc.yaml", "params.yaml", "Snakefile", "pyproject.toml", ".dvcignore", "stages", "sweetflow", "workflow")
 # Small enough that a whole `dvc repro` takes seconds.
-SMALL_PARAMS = {"tasks": {"n_train": 24, "n_test": 12, "seed": 3}, "sandbox": {"workers": 2}}
+SMALL_PARAMS = {
+    "tasks": {"n_train": 24, "n_test": 12, "seed": 3},
+    "sandbox": {"workers": 2},
+    "rollout": {"samples_per_task": 2},
+}
 
 
 def tool_env() -> dict:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,9 +16,9 @@ def test_output_appears_with_its_manifest(tmp_path):
     src = tmp_path / "input.txt"
     src.write_text("data")
     params = Params()
-    with stage_output(tmp_path / "out", "demo", {"tasks": params.tasks}, [src], seed=7) as tmp:
+    with stage_output(tmp_path / "out", "demo", {"tasks": params.tasks}, [src], seed=7) as output:
         assert not (tmp_path / "out").exists()  # nothing at the declared path until done
-        (tmp / "a.txt").write_text("hello")
+        (output.dir / "a.txt").write_text("hello")
     manifest = read_manifest(tmp_path / "out")
     assert manifest["stage"] == "demo" and manifest["seed"] == 7
     assert manifest["params"]["tasks"]["n_test"] == params.tasks.n_test
@@ -28,22 +30,30 @@ def test_output_appears_with_its_manifest(tmp_path):
 
 def test_failed_stage_leaves_the_previous_output_untouched(tmp_path):
     out = tmp_path / "out"
-    with stage_output(out, "demo", {}) as tmp:
-        (tmp / "a.txt").write_text("good")
+    with stage_output(out, "demo", {}) as output:
+        (output.dir / "a.txt").write_text("good")
     with pytest.raises(RuntimeError):
-        with stage_output(out, "demo", {}) as tmp:
-            (tmp / "a.txt").write_text("half")
+        with stage_output(out, "demo", {}) as output:
+            (output.dir / "a.txt").write_text("half")
             raise RuntimeError("killed mid-way")
     assert (out / "a.txt").read_text() == "good"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary left behind
 
 
+def test_metrics_file_is_written_apart_and_recorded(tmp_path):
+    metrics = tmp_path / "reports" / "m.json"
+    with stage_output(tmp_path / "out", "demo", {}, metrics=metrics) as output:
+        output.metrics["score"] = 0.5
+    assert json.loads(metrics.read_text()) == {"score": 0.5}
+    assert read_manifest(tmp_path / "out")["metrics"] == {metrics.as_posix(): content_hash(metrics)}
+
+
 def test_rerun_replaces_the_whole_directory(tmp_path):
     out = tmp_path / "out"
-    with stage_output(out, "demo", {}) as tmp:
-        (tmp / "old.txt").write_text("1")
-    with stage_output(out, "demo", {}) as tmp:
-        (tmp / "new.txt").write_text("2")
+    with stage_output(out, "demo", {}) as output:
+        (output.dir / "old.txt").write_text("1")
+    with stage_output(out, "demo", {}) as output:
+        (output.dir / "new.txt").write_text("2")
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "new.txt"]
 
 
