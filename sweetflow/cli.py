@@ -73,6 +73,27 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from sweetflow.trajectory_io import export_official
+
+    n = export_official(pl.read_parquet(args.trajectories), pl.read_parquet(args.tasks), args.out)
+    console.print(f"wrote {n} trajectories to {args.out}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from sweetflow.trajectory_io import import_official
+
+    trajectories, tasks = import_official(args.file)
+    args.out.mkdir(parents=True, exist_ok=True)
+    trajectories.write_parquet(args.out / "trajectories.parquet")
+    tasks.write_parquet(args.out / "tasks.parquet")
+    console.print(f"read {trajectories.height} trajectories of {tasks.height} tasks into {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sweetflow", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -93,6 +114,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="also write per-row scores here (.jsonl or .parquet)")
     p.add_argument("--workers", type=int, default=0, help="sandbox workers (0: one per core)")
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("export-trajectories", help="write trajectories in ColBench's official JSONL shape")
+    p.add_argument("trajectories", type=Path, help="a trajectories.parquet (data/rollouts, data/evaluations/*)")
+    p.add_argument("--tasks", type=Path, required=True, help="the task table they ran on (data/tasks/*.parquet)")
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("import-trajectories", help="read official trajectory JSONL (e.g. the offline data set)")
+    p.add_argument("file", type=Path)
+    p.add_argument("--out", type=Path, required=True, help="directory for trajectories.parquet and tasks.parquet")
+    p.set_defaults(func=cmd_import)
     return parser
 
 

@@ -84,6 +84,7 @@ class SimulatorParams(Section):
     match_threshold: float = Field(
         1.0, gt=0, le=1, description="Scripted: share of a fact's topic words a question must contain to get the fact."
     )
+    max_new_tokens: int = Field(128, ge=1, description="Backend 'openai': most tokens generated per reply.")
     endpoint: EndpointParams | None = Field(None, description="Backend 'openai': the endpoint serving the simulator model.")
 
     @model_validator(mode="after")

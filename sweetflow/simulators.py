@@ -133,9 +133,10 @@ def human_chat(task: dict, messages: list[Message]) -> list[dict]:
 class OpenAIHuman:
     client: object  # sweetflow.openai_backend.ChatClient
     max_reply_chars: int = 400
+    max_new_tokens: int = 128
 
     def reply(self, task: dict, messages: list[Message]) -> str:
-        completion = self.client.complete(human_chat(task, messages), temperature=0.0)
+        completion = self.client.complete(human_chat(task, messages), temperature=0.0, max_tokens=self.max_new_tokens)
         return completion.text.strip()[: self.max_reply_chars]
 
 
@@ -145,4 +146,4 @@ def make_human(params) -> Human:
         return ScriptedHuman(params.max_facts, params.max_reply_chars, params.match_threshold)
     from sweetflow.openai_backend import ChatClient
 
-    return OpenAIHuman(ChatClient(params.endpoint), params.max_reply_chars)
+    return OpenAIHuman(ChatClient(params.endpoint), params.max_reply_chars, params.max_new_tokens)

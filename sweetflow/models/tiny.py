@@ -1,0 +1,151 @@
+"""The embedded default model: a byte-level BPE tokenizer and a tiny Llama, built here from scratch.
+
+Nothing is downloaded: the tokenizer is trained on the texts we are given (the task corpus) with the
+`tokenizers` library and the model is randomly initialised from a `LlamaConfig`. What comes out is
+an ordinary Hugging Face checkpoint directory, so every consumer (in-process generation, training,
+`transformers serve`, vLLM) treats it exactly like a real downloaded model such as Llama-3.1-8B.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+BOS = "<|begin|>"
+EOS = "<|end|>"  # ends every message; the model emits it to end its turn, generation stops on it
+PAD = "<|pad|>"
+ROLES = ("system", "user", "assistant")
+# Specials come first so that their ids (0..6) do not depend on the corpus.
+SPECIAL_TOKENS = [PAD, BOS, EOS] + [f"<|{role}|>" for role in ROLES]
+
+# `<|begin|><|system|>…<|end|><|user|>…<|end|><|assistant|>…<|end|>`. No whitespace around the
+# role markers: every token the model sees is either a marker or content. The assistant's content
+# and its closing EOS sit in a `{% generation %}` block so that
+# `apply_chat_template(..., return_assistant_tokens_mask=True)` marks exactly the tokens a policy
+# is trained on (content + the EOS that ends its turn).
+CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{% if message['role'] not in ['system', 'user', 'assistant'] %}"
+    "{{ raise_exception('unknown role: ' + message['role']) }}"
+    "{% endif %}"
+    "{{ '<|' + message['role'] + '|>' }}"
+    "{% if message['role'] == 'assistant' %}"
+    "{% generation %}{{ message['content'] }}{{ eos_token }}{% endgeneration %}"
+    "{% else %}"
+    "{{ message['content'] }}{{ eos_token }}"
+    "{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}"
+)
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int, max_length: int = 512) -> PreTrainedTokenizerFast:
+    """Train a byte-level BPE on `texts` and wrap it as a Hugging Face fast tokenizer.
+
+    Byte-level: any string encodes (the 256 byte symbols are always in the vocabulary), so unseen
+    characters in a task never break the pipeline. Digits are split into single tokens before BPE
+    sees them: with whole-number tokens a tiny model mis-copies values it was told (told 86,
+    writes 89), with single digits it copies them (DESIGN.md §7: 45% vs 80–99% success).
+
+    No BOS is added by `tokenizer(text)`: the chat template writes it, and adding it in both places
+    would double it. Callers tokenising plain text add `tokenizer.bos_token` themselves if wanted.
+    """
+    n_fixed = len(SPECIAL_TOKENS) + len(pre_tokenizers.ByteLevel.alphabet())
+    if vocab_size < n_fixed:
+        raise ValueError(f"vocab_size={vocab_size} is below the {n_fixed} special and byte tokens")
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
+    tok.decoder = decoders.ByteLevel()
+    # trim_offsets=False keeps character offsets exact, which the assistant-token mask relies on.
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=BOS,
+        eos_token=EOS,
+        pad_token=PAD,
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=max_length,
+        clean_up_tokenization_spaces=False,
+    )
+
+
+def build_model(
+    tokenizer: PreTrainedTokenizerFast,
+    hidden_size: int = 128,
+    layers: int = 2,
+    heads: int = 4,
+    max_length: int = 512,
+    seed: int = 0,
+    intermediate_size: int | None = None,
+) -> LlamaForCausalLM:
+    """A randomly initialised Llama sized for CPU training, with the tokenizer's special ids wired in.
+
+    Defaults are the calibrated ones of DESIGN.md §7 (2 layers, hidden 128, 4 heads, tied
+    embeddings, max length 512: about 0.6M parameters with a ~600-token vocabulary). Tied input and
+    output embeddings keep the vocabulary's share of a tiny model small. The same seed gives the
+    same weights; the global torch RNG is left as it was, so building a model does not change the
+    random stream of whatever runs next.
+    """
+    if hidden_size % heads:
+        raise ValueError(f"hidden_size={hidden_size} is not divisible by heads={heads}")
+    ids = {name: tokenizer.convert_tokens_to_ids(tok) for name, tok in (("bos", BOS), ("eos", EOS), ("pad", PAD))}
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size or 4 * hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=max_length,
+        tie_word_embeddings=True,
+        bos_token_id=ids["bos"],
+        eos_token_id=ids["eos"],
+        pad_token_id=ids["pad"],
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    # Plain ancestral sampling at temperature 1 by default (the paper samples the policy at T=1.0).
+    # do_sample must be on in the checkpoint: `transformers serve` copies this config and only
+    # overrides the temperature, so with do_sample off a request at temperature 1.0 would be
+    # answered greedily. top_k=0 turns off the library's implicit top-k of 50, so sampled actions
+    # follow the same distribution whose log-probs the critic and DPO losses compute.
+    model.generation_config = GenerationConfig(
+        bos_token_id=ids["bos"],
+        eos_token_id=ids["eos"],
+        pad_token_id=ids["pad"],
+        do_sample=True,
+        temperature=1.0,
+        top_k=0,
+        top_p=1.0,
+    )
+    return model
+
+
+def save_checkpoint(model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, path: str | Path) -> Path:
+    """Write `model` and `tokenizer` as one Hugging Face checkpoint directory and return its path.
+
+    The directory holds config.json, generation_config.json, model.safetensors and the tokenizer
+    files with the chat template, and loads with `AutoModelForCausalLM.from_pretrained(path)` /
+    `AutoTokenizer.from_pretrained(path)` offline. Writing atomically (temporary directory, then
+    rename) is the calling stage's business, as for every other output.
+    """
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
