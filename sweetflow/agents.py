@@ -146,4 +146,8 @@ def make_agent(params: AgentParams) -> Agent:
         return ScriptedExpert(params.skill)
     if params.backend == "no_ask":
         return NoAsk()
+    if params.backend == "transformers":
+        from sweetflow.models.policy import TransformersAgent  # torch is imported only when needed
+
+        return TransformersAgent(params)
     return OpenAIAgent(params)

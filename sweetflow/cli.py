@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("export-trajectories", help="write trajectories in ColBench's official JSONL shape")
-    p.add_argument("trajectories", type=Path, help="a trajectories.parquet (data/rollouts, data/evaluations/*)")
+    p.add_argument("trajectories", type=Path, help="a trajectories.parquet (data/rollout, data/evaluations/*)")
     p.add_argument("--tasks", type=Path, required=True, help="the task table they ran on (data/tasks/*.parquet)")
     p.add_argument("--out", type=Path, required=True)
     p.set_defaults(func=cmd_export)

@@ -97,9 +97,15 @@ class SimulatorParams(Section):
 class AgentParams(Section):
     """One agent (policy) that can be rolled out or evaluated."""
 
-    backend: Literal["scripted", "no_ask", "openai"] = Field(
-        ..., description="'scripted': the expert asker; 'no_ask': answers at once; 'openai': a served model."
+    backend: Literal["scripted", "no_ask", "openai", "transformers"] = Field(
+        ...,
+        description="'scripted': the expert asker; 'no_ask': answers at once; 'openai': a served model; "
+        "'transformers': a local checkpoint, generating in process.",
     )
+    checkpoint: str | None = Field(
+        None, description="Backend 'transformers': directory of the checkpoint (e.g. models/base, a stage output)."
+    )
+    batch_size: int = Field(32, ge=1, description="Backend 'transformers': episodes generated together in one batch.")
     skill: float = Field(
         1.0, ge=0, le=1, description="Scripted: chance of asking about each hidden fact (the rest are guessed)."
     )
@@ -109,9 +115,11 @@ class AgentParams(Section):
     endpoint: EndpointParams | None = Field(None, description="Backend 'openai': the endpoint serving the policy.")
 
     @model_validator(mode="after")
-    def _openai_needs_endpoint(self) -> "AgentParams":
+    def _backend_needs_its_model(self) -> "AgentParams":
         if self.backend == "openai" and self.endpoint is None:
             raise ValueError("backend 'openai' needs an endpoint (base_url, model, api_key_env)")
+        if self.backend == "transformers" and not self.checkpoint:
+            raise ValueError("backend 'transformers' needs a checkpoint directory")
         return self
 
 
@@ -120,7 +128,44 @@ def default_agents() -> dict[str, AgentParams]:
         "expert": AgentParams(backend="scripted", skill=1.0),
         "no_ask": AgentParams(backend="no_ask"),
         "half_expert": AgentParams(backend="scripted", skill=0.5),
+        "demonstrator": AgentParams(backend="scripted", skill=0.8),
     }
+
+
+class LoraParams(Section):
+    """Low-rank adapters (peft) instead of full fine-tuning, for large models."""
+
+    r: int = Field(16, ge=1, description="Rank of the adapters.")
+    alpha: int = Field(32, ge=1, description="Scaling numerator (alpha / r).")
+    dropout: float = Field(0.05, ge=0, lt=1, description="Dropout on the adapter input.")
+    target_modules: list[str] = Field(
+        ["q_proj", "k_proj", "v_proj", "o_proj"], description="Module names that get adapters."
+    )
+
+
+class ModelParams(Section):
+    """The base policy (stage `base_model`): the embedded tiny model, or a local checkpoint."""
+
+    base: str = Field(
+        "tiny",
+        description="'tiny': build a tokenizer and a small Llama here and warm-start it by SFT on demonstrations; "
+        "otherwise the path of a local Hugging Face checkpoint (e.g. Llama-3.1-8B-Instruct), used as is.",
+    )
+    seed: int = Field(0, description="Seed of initialisation, data order and dropout.")
+    vocab_size: int = Field(512, ge=64, description="Tiny: byte-level BPE vocabulary size.")
+    hidden_size: int = Field(128, ge=16, description="Tiny: model width.")
+    layers: int = Field(2, ge=1, description="Tiny: transformer blocks.")
+    heads: int = Field(4, ge=1, description="Tiny: attention heads.")
+    max_length: int = Field(512, ge=64, description="Tiny: context length; longer SFT examples are cut.")
+    sft_epochs: int = Field(10, ge=0, description="Tiny: epochs of SFT on the demonstrations (0: random weights).")
+    learning_rate: float = Field(3e-3, gt=0, description="SFT learning rate.")
+    batch_size: int = Field(8, ge=1, description="SFT examples per optimiser step (per device).")
+    precision: Literal["no", "bf16", "fp16"] = Field("no", description="Mixed precision, as accelerate names it.")
+    gradient_checkpointing: bool = Field(False, description="Recompute activations to save memory (large models).")
+    lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights (large models).")
+    accelerate_config: str | None = Field(
+        None, description="An accelerate config file (DeepSpeed ZeRO-3, FSDP) for `accelerate launch` on GPUs."
+    )
 
 
 class EpisodeParams(Section):
@@ -134,7 +179,7 @@ class EpisodeParams(Section):
 
 
 class RolloutParams(Section):
-    """Offline rollouts on the training tasks (stage `rollout`, SWEET-RL step 1)."""
+    """Episodes on the training tasks: demonstrations (stage `demos`) or offline data (stage `rollout`)."""
 
     agent: str = Field("half_expert", description="Name of the agent (a key of `agents`) that collects the data.")
     samples_per_task: int = Field(3, ge=1, description="Trajectories per training task (official: 3).")
@@ -160,13 +205,21 @@ class Params(Section):
     agents: dict[str, AgentParams] = Field(
         default_factory=default_agents, description="Named agents; rollouts and evaluations refer to them by name."
     )
+    model: ModelParams = Field(default_factory=ModelParams, description=ModelParams.__doc__)
     episodes: EpisodeParams = Field(default_factory=EpisodeParams, description=EpisodeParams.__doc__)
-    rollout: RolloutParams = Field(default_factory=RolloutParams, description=RolloutParams.__doc__)
+    demos: RolloutParams = Field(
+        default_factory=lambda: RolloutParams(agent="demonstrator", samples_per_task=2),
+        description="Scripted demonstrations that warm-start the tiny base policy (stage `demos`).",
+    )
+    rollout: RolloutParams = Field(
+        default_factory=RolloutParams, description="Offline data of SWEET-RL step 1 (stage `rollout`)."
+    )
     evaluate: EvaluateParams = Field(default_factory=EvaluateParams, description=EvaluateParams.__doc__)
 
     @model_validator(mode="after")
     def _agents_exist(self) -> "Params":
-        for where, name in [("rollout.agent", self.rollout.agent)] + [("evaluate.methods", m) for m in self.evaluate.methods]:
+        used = [("demos.agent", self.demos.agent), ("rollout.agent", self.rollout.agent)]
+        for where, name in used + [("evaluate.methods", m) for m in self.evaluate.methods]:
             if name not in self.agents:
                 raise ValueError(f"{where}: no agent named {name!r}; defined agents: {sorted(self.agents)}")
         return self

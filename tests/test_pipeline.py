@@ -13,11 +13,19 @@ from sweetflow.artifacts import content_hash, read_manifest
 from sweetflow.dag import load_stages, rule_name
 from tests.conftest import ROOT, SMALL_PARAMS, make_project, run
 
-DATA_OUTS = ("data/tasks", "data/evaluations/reference", "data/rollouts", "data/evaluations/expert", "data/evaluations/no_ask")
+DATA_OUTS = (
+    "data/tasks",
+    "data/evaluations/reference",
+    "data/demos",
+    "data/rollout",
+    "data/evaluations/expert",
+    "data/evaluations/no_ask",
+)
 METRICS = (
     "reports/tasks/metrics.json",
     "reports/backend/reference/metrics.json",
-    "reports/rollouts/metrics.json",
+    "reports/demos/metrics.json",
+    "reports/rollout/metrics.json",
     "reports/backend/expert/metrics.json",
     "reports/backend/no_ask/metrics.json",
 )

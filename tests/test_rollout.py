@@ -113,7 +113,7 @@ def test_rollout_killed_mid_run_resumes_without_loss_or_duplicates(tmp_path):
     project = make_project(tmp_path / "p", params)
     run([sys.executable, "-m", "stages.tasks"], project)
     checkpoints = project / ".sweetflow/checkpoints"
-    proc = subprocess.Popen([sys.executable, "-m", "stages.rollout"], cwd=project, env=tool_env(),
+    proc = subprocess.Popen([sys.executable, "-m", "stages.rollout", "rollout"], cwd=project, env=tool_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and _saved(checkpoints) < 80:
@@ -122,19 +122,19 @@ def test_rollout_killed_mid_run_resumes_without_loss_or_duplicates(tmp_path):
     proc.wait()
     saved = _saved(checkpoints)
     assert 0 < saved < 720, "the kill should land mid-run"
-    assert not (project / "data/rollouts").exists()  # no half artifact at the declared path
+    assert not (project / "data/rollout").exists()  # no half artifact at the declared path
 
-    resumed = run([sys.executable, "-m", "stages.rollout"], project)
+    resumed = run([sys.executable, "-m", "stages.rollout", "rollout"], project)
     assert f"resuming: {saved} of 720 episodes already done" in resumed.stderr
-    frame = pl.read_parquet(project / "data/rollouts/trajectories.parquet")
+    frame = pl.read_parquet(project / "data/rollout/trajectories.parquet")
     assert frame.height == 720 and frame.select("task_id", "sample").is_unique().all()
     assert not list(checkpoints.glob("*.jsonl"))  # cleaned up once the output is whole
 
     # The resumed run equals an uninterrupted one (scripted agents are deterministic by seed).
     clean = make_project(tmp_path / "clean", params)
     run([sys.executable, "-m", "stages.tasks"], clean)
-    run([sys.executable, "-m", "stages.rollout"], clean)
-    assert frame.equals(pl.read_parquet(clean / "data/rollouts/trajectories.parquet"))
+    run([sys.executable, "-m", "stages.rollout", "rollout"], clean)
+    assert frame.equals(pl.read_parquet(clean / "data/rollout/trajectories.parquet"))
 
 
 def _saved(checkpoints: Path) -> int:

@@ -14,7 +14,7 @@ from sweetflow.trajectory_io import import_official
 
 
 def test_rollouts_round_trip_through_the_official_shape(repro_project, tmp_path):
-    rollouts = repro_project / "data/rollouts/trajectories.parquet"
+    rollouts = repro_project / "data/rollout/trajectories.parquet"
     out = tmp_path / "official.jsonl"
     assert main(["export-trajectories", str(rollouts), "--tasks", str(repro_project / "data/tasks/train.parquet"),
                  "--out", str(out)]) == 0
