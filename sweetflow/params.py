@@ -35,30 +35,6 @@ class SandboxParams(Section):
     max_output_bytes: int = Field(1_000_000, ge=1024, description="Most bytes of encoded outputs accepted from one answer.")
 
 
-class TasksParams(Section):
-    """Backend task generation or import (stage `tasks`)."""
-
-    source: Literal["procedural", "colbench"] = Field(
-        "procedural",
-        description="'procedural': generate offline tasks by seed; 'colbench': import official ColBench JSONL files.",
-    )
-    seed: int = Field(0, description="Seed of the procedural generator.")
-    n_train: int = Field(400, ge=0, le=10_000, description="Procedural training tasks (capacity 10,000).")
-    n_test: int = Field(200, ge=1, le=1_000, description="Procedural test tasks (capacity 1,000).")
-    families: list[str] | None = Field(None, description="Restrict generation to these families; null means all.")
-    colbench_train: Path | None = Field(None, description="Official backend train JSONL, for source 'colbench'.")
-    colbench_test: Path | None = Field(None, description="Official backend test JSONL, for source 'colbench'.")
-    colbench_test_rows: int = Field(
-        1000, ge=1, description="Use the first N rows of the test file (the official test set is the first 1,000)."
-    )
-
-    @model_validator(mode="after")
-    def _colbench_needs_files(self) -> "TasksParams":
-        if self.source == "colbench" and self.colbench_test is None:
-            raise ValueError("source 'colbench' needs colbench_test (path to the official backend test JSONL)")
-        return self
-
-
 class EndpointParams(Section):
     """An OpenAI-compatible chat endpoint: vLLM, `transformers serve`, or a hosted API."""
 
@@ -71,6 +47,44 @@ class EndpointParams(Section):
     timeout_s: float = Field(120.0, gt=0, description="Time limit of one request.")
     max_retries: int = Field(6, ge=0, description="Retries, with exponential backoff, of timeouts, 429s, 5xx and dropped connections.")
     concurrency: int = Field(8, ge=1, description="Requests in flight at once.")
+
+
+class LlmTasksParams(Section):
+    """Tasks written by an LLM from passages of a local text corpus (tasks.source 'llm')."""
+
+    endpoint: EndpointParams = Field(..., description="The endpoint of the model that writes the tasks.")
+    corpus: Path = Field(..., description="A local text file; its paragraphs are the passages the tasks start from.")
+    temperature: float = Field(0.8, ge=0, description="Sampling temperature of the writer.")
+    max_new_tokens: int = Field(1500, ge=64, description="Most tokens of one written task.")
+    max_requests: int = Field(5000, ge=1, description="Give up after this many requests in a split.")
+
+
+class TasksParams(Section):
+    """Backend task generation or import (stage `tasks`)."""
+
+    source: Literal["procedural", "colbench", "llm"] = Field(
+        "procedural",
+        description="'procedural': generate offline tasks by seed; 'colbench': import official ColBench JSONL files; "
+        "'llm': have an LLM write them from a local corpus (see `llm`).",
+    )
+    seed: int = Field(0, description="Seed of the procedural generator.")
+    n_train: int = Field(400, ge=0, le=10_000, description="Procedural training tasks (capacity 10,000).")
+    n_test: int = Field(200, ge=1, le=1_000, description="Procedural test tasks (capacity 1,000).")
+    families: list[str] | None = Field(None, description="Restrict generation to these families; null means all.")
+    colbench_train: Path | None = Field(None, description="Official backend train JSONL, for source 'colbench'.")
+    colbench_test: Path | None = Field(None, description="Official backend test JSONL, for source 'colbench'.")
+    colbench_test_rows: int = Field(
+        1000, ge=1, description="Use the first N rows of the test file (the official test set is the first 1,000)."
+    )
+    llm: LlmTasksParams | None = Field(None, description="For source 'llm': the writer model and the corpus.")
+
+    @model_validator(mode="after")
+    def _source_needs_its_inputs(self) -> "TasksParams":
+        if self.source == "colbench" and self.colbench_test is None:
+            raise ValueError("source 'colbench' needs colbench_test (path to the official backend test JSONL)")
+        if self.source == "llm" and self.llm is None:
+            raise ValueError("source 'llm' needs llm (endpoint and corpus)")
+        return self
 
 
 class SimulatorParams(Section):

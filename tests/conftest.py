@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+# The real OpenAI-compatible server fixtures (`tiny_checkpoint`, `openai_server`), one per session.
+pytest_plugins = ["tests.llm_server"]
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT.parent / "shared" / "colbench-sample"
 PROJECT_FILES = ("dvc.yaml", "params.yaml", "Snakefile", "pyproject.toml", ".dvcignore", "stages", "sweetflow", "workflow")

@@ -6,8 +6,8 @@ Not a test module. Tests use it either directly,
         OpenAI(base_url=base_url, api_key="unused").chat.completions.create(model=model, ...)
 
 or through the session fixtures `tiny_checkpoint` (a tiny Llama checkpoint built from a small
-corpus, once per session) and `openai_server` (that checkpoint served, once per session), which a
-test module imports by name: `from tests.llm_server import openai_server, tiny_checkpoint`.
+corpus, once per session) and `openai_server` (that checkpoint served, once per session), which
+tests/conftest.py registers as a plugin for every test module.
 
 What `transformers serve` (5.23) does that matters here:
 - The checkpoint is passed as the positional FORCE_MODEL: the server preloads it before it starts

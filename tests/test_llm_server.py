@@ -16,7 +16,7 @@ from transformers import AutoTokenizer
 
 from sweetflow.models.tiny import build_model, train_tokenizer
 from tests.fault_proxy import FaultProxy
-from tests.llm_server import CORPUS, openai_server, tiny_checkpoint  # noqa: F401 - fixtures
+from tests.llm_server import CORPUS
 
 MESSAGES = [
     {"role": "system", "content": "You are a helpful assistant."},

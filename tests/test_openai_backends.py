@@ -19,7 +19,6 @@ from sweetflow.openai_backend import ChatClient
 from sweetflow.tasks.procedural import generate_tasks
 from tests.conftest import make_project, run
 from tests.fault_proxy import FaultProxy
-from tests.llm_server import openai_server, tiny_checkpoint  # noqa: F401 - fixtures
 
 MAX_TURNS = 3
 
