@@ -71,6 +71,10 @@ class Episode:
     failure: str | None = None
 
     @property
+    def over(self) -> bool:
+        return self.answer is not None or self.failure is not None
+
+    @property
     def key(self) -> tuple[str, int]:
         return self.task["task_id"], self.sample
 
@@ -159,15 +163,15 @@ def run_episodes(
                     ep.answer, ep.answered = answer, True
                 elif len(ep.turns) >= params.max_turns:
                     ep.answer = turn.message
-            waiting = [ep for ep in live if ep.answer is None and ep.failure is None]
+            waiting = [ep for ep in live if not ep.over]
             replies = pool.map(lambda ep: _reply(human, ep), waiting)
             for ep, reply in zip(waiting, replies):
                 if isinstance(reply, Exception):
                     ep.failure = f"simulator: {reply}"[:500]
                 else:
                     ep.messages.append(Message(HUMAN, reply))
-            finished += [ep for ep in live if ep.answer is not None or ep.failure is not None]
-            live = [ep for ep in live if ep.answer is None and ep.failure is None]
+            finished += [ep for ep in live if ep.over]
+            live = [ep for ep in live if not ep.over]
             if len(finished) >= params.flush_every or (not live and finished):
                 records = _score(finished, sandbox)
                 checkpoint.append(records)
@@ -175,13 +179,7 @@ def run_episodes(
                 bar.update(len(records))
                 finished = []
     bar.close()
-    # Failed episodes are kept in the result (and counted), but not reused on resume.
-    failed = {(ep.task["task_id"], ep.sample): ep for ep in todo if ep.failure is not None}
-    return [done.get(key) or _record(failed[key], None) for key in _keys(tasks, samples_per_task)]
-
-
-def _keys(tasks: list[dict], samples: int) -> list[tuple[str, int]]:
-    return [(t["task_id"], s) for t in tasks for s in range(samples)]
+    return [done[(t["task_id"], s)] for t in tasks for s in range(samples_per_task)]
 
 
 def _reply(human: Human, ep: Episode) -> str | Exception:

@@ -34,7 +34,7 @@ import operator, random, re, statistics, string, textwrap, typing, unicodedata  
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWNET = 0x40000000
-MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 0x1000, 0x2000, 0x4000, 1 << 18
+MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 0x1000, 0x4000, 1 << 18
 WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue")
 ANSWER_NAME = "__answer__"
 # The child may not start threads (RLIMIT_NPROC), so numerical libraries must stay single-threaded.
@@ -54,15 +54,11 @@ def _isolate() -> list[str]:
     if libc.unshare(CLONE_NEWNET | CLONE_NEWNS) != 0:
         return layers
     layers.append("no-network")
-    # Keep our mounts from propagating back to the host, then hide every shared writable place.
+    # Keep our mounts from propagating back to the host.
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return layers
-    for d in WRITABLE_DIRS:
-        if os.path.isdir(d) and not os.path.islink(d):
-            libc.mount(b"tmpfs", d.encode(), b"tmpfs", 0, b"size=64m,mode=1777")
-    layers.append("private-tmp")
-    _expose_python(libc)
-    layers.append("unprivileged-uid")
+    _cover_and_expose(libc)
+    layers += ["private-tmp", "unprivileged-uid"]
     return layers
 
 
@@ -82,29 +78,28 @@ def _private_ancestor(path: str) -> str | None:
     return None
 
 
-def _expose_python(libc) -> None:
-    """Let the child's unprivileged uid read our interpreter, stdlib and packages.
+def _cover_and_expose(libc) -> None:
+    """Cover every shared writable place and every directory closed to other users with an empty
+    tmpfs, then put back, read-only, just the directories on sys.path (interpreter, stdlib, venv).
 
-    They may live under a directory only root may enter (pyenv under /root). Within our mount
-    namespace we cover that directory with an empty tmpfs, which hides everything else in it, and
-    put back only the directories on sys.path.
+    The venv may lie under /tmp, the interpreter under /root (pyenv, mode 0700): both would be
+    hidden from the child's unprivileged uid. Each needed directory is held open (O_PATH) before
+    it is covered, and bind-mounted back from that handle at its own path.
     """
+    writable = [d for d in WRITABLE_DIRS if os.path.isdir(d) and not os.path.islink(d)]
     needed = sorted({os.path.realpath(p) for p in sys.path if os.path.isdir(p)})
-    hidden = [(p, a) for p in needed if (a := _private_ancestor(p))]
-    if not hidden:
-        return
-    staged = []
-    for i, (path, _) in enumerate(hidden):
-        stage = f"/tmp/.sweetflow-stage-{i}"
-        os.mkdir(stage)
-        _mount(libc, path, stage, None, MS_BIND | MS_REC, None)
-        staged.append((stage, path))
-    for ancestor in sorted({a for _, a in hidden}):
-        _mount(libc, "tmpfs", ancestor, "tmpfs", 0, "size=1m,mode=755")
-    for stage, path in staged:
+    private = {a for p in needed if (a := _private_ancestor(p))}
+    hidden = [p for p in needed if any(p == c or p.startswith(c + "/") for c in [*writable, *private])]
+    handles = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in hidden}
+    for d in writable:
+        _mount(libc, "tmpfs", d, "tmpfs", 0, "size=64m,mode=1777")
+    for d in sorted(private):
+        _mount(libc, "tmpfs", d, "tmpfs", 0, "size=1m,mode=755")
+    for path, fd in handles.items():
         os.makedirs(path, mode=0o755, exist_ok=True)
-        _mount(libc, stage, path, None, MS_MOVE, None)
-        os.rmdir(stage)
+        _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None)
+        _mount(libc, "none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+        os.close(fd)
 
 
 def _limits(job_limits: dict) -> None:
@@ -228,16 +223,17 @@ def _kill_uid(uid: int) -> None:
             pass
 
 
-def _wipe(paths: list[str]) -> None:
+def _wipe(paths: list[str], uid: int) -> None:
+    """Remove what the child's uid left in the private writable places. Only its own entries:
+    the directories we exposed again under them (a venv under /tmp) belong to root."""
     for d in paths:
         for entry in os.scandir(d):
+            if entry.stat(follow_symlinks=False).st_uid != uid:
+                continue
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)
             else:
-                try:
-                    os.unlink(entry.path)
-                except OSError:
-                    pass
+                os.unlink(entry.path)
 
 
 def run_job(job: dict, uid: int | None, scratch: str, private_dirs: list[str], devnull: int) -> dict:
@@ -265,10 +261,9 @@ def run_job(job: dict, uid: int | None, scratch: str, private_dirs: list[str], d
             pass
     _, status = os.waitpid(pid, 0)
     signal_no = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    shutil.rmtree(workdir, ignore_errors=True)
     if private_dirs:
-        _wipe(private_dirs)
-    else:
-        shutil.rmtree(workdir, ignore_errors=True)
+        _wipe(private_dirs, uid)
     return {
         "lines": data.decode("utf-8", "replace"),
         "problem": problem,

@@ -1,0 +1,82 @@
+"""Benchmark: collaboration episodes per second with the `openai` agent and simulator.
+
+Both talk to a real OpenAI-compatible server on loopback (`transformers serve` of a tiny local
+checkpoint with random weights, built here) — what a served policy and simulator cost the rollout
+engine, at concurrency 1 and at the default bound. Each episode runs `--turns` agent turns (a random
+model never answers early), `--tokens` new tokens per message.
+
+Prints a table and writes bench/results/episodes_throughput.json. Usage:
+    python bench/episodes_throughput.py [--tasks 8] [--turns 3] [--tokens 24]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # for the server helpers under tests/
+
+from sweetflow.agents import OpenAIAgent  # noqa: E402
+from sweetflow.openai_backend import ChatClient  # noqa: E402
+from sweetflow.params import AgentParams, EndpointParams, EpisodeParams  # noqa: E402
+from sweetflow.rollout import Checkpoint, run_episodes  # noqa: E402
+from sweetflow.sandbox import Sandbox, SandboxParams  # noqa: E402
+from sweetflow.scoring import check_references  # noqa: E402
+from sweetflow.simulators import OpenAIHuman  # noqa: E402
+from sweetflow.tasks.procedural import generate_tasks  # noqa: E402
+from tests.llm_server import build_tiny_checkpoint, serve_checkpoint  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "episodes_throughput.json"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", type=int, default=8)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--tokens", type=int, default=24)
+    args = parser.parse_args()
+    default_bound = EndpointParams().concurrency
+
+    _, tasks = generate_tasks(0, args.tasks, seed=1)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, Sandbox(SandboxParams()) as sandbox:
+        tasks = [{**t, "expected": c.expected} for t, c in zip(tasks, check_references(tasks, sandbox))]
+        checkpoint = build_tiny_checkpoint(Path(tmp) / "checkpoint")
+        with serve_checkpoint(checkpoint) as (base_url, model):
+            for concurrency in (1, default_bound):
+                endpoint = EndpointParams(base_url=base_url, model=model, concurrency=concurrency)
+                agent = OpenAIAgent(AgentParams(backend="openai", max_new_tokens=args.tokens, endpoint=endpoint))
+                human = OpenAIHuman(ChatClient(endpoint), max_new_tokens=args.tokens)
+                started = time.perf_counter()
+                records = run_episodes(
+                    tasks, 1, agent, human, sandbox, EpisodeParams(max_turns=args.turns), 0,
+                    Checkpoint(Path(tmp) / f"c{concurrency}.jsonl"), human_concurrency=concurrency,
+                    desc=f"concurrency {concurrency}",
+                )
+                seconds = time.perf_counter() - started
+                requests = sum(len(r["dialogue"]) for r in records)
+                rows.append({"concurrency": concurrency, "episodes": len(records), "requests": requests,
+                             "seconds": round(seconds, 2), "episodes_per_s": round(len(records) / seconds, 3),
+                             "requests_per_s": round(requests / seconds, 2),
+                             "failures": sum(r["failure"] is not None for r in records)})
+    base = rows[0]["episodes_per_s"]
+    table = Table("concurrency", "episodes", "requests", "seconds", "episodes/s", "requests/s", "failures", "× conc. 1",
+                  title="episodes with the openai agent and simulator (transformers serve, tiny model)")
+    for r in rows:
+        table.add_row(*(str(r[k]) for k in ("concurrency", "episodes", "requests", "seconds", "episodes_per_s",
+                                             "requests_per_s", "failures")), f"{r['episodes_per_s'] / base:.2f}")
+    Console().print(table)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
