@@ -68,8 +68,12 @@ class TasksParams(Section):
         "'llm': have an LLM write them from a local corpus (see `llm`).",
     )
     seed: int = Field(0, description="Seed of the procedural generator.")
-    n_train: int = Field(400, ge=0, le=10_000, description="Procedural training tasks (capacity 10,000).")
-    n_test: int = Field(200, ge=1, le=1_000, description="Procedural test tasks (capacity 1,000).")
+    n_train: int = Field(
+        400, ge=0, le=10_000, description="Training tasks to generate (procedural or llm; procedural capacity 10,000)."
+    )
+    n_test: int = Field(
+        200, ge=1, le=1_000, description="Test tasks to generate (procedural or llm; procedural capacity 1,000)."
+    )
     families: list[str] | None = Field(None, description="Restrict generation to these families; null means all.")
     colbench_train: Path | None = Field(None, description="Official backend train JSONL, for source 'colbench'.")
     colbench_test: Path | None = Field(None, description="Official backend test JSONL, for source 'colbench'.")

@@ -63,7 +63,7 @@ def test_cli_prints_effective_params_with_descriptions(tmp_path, capsys):
     path = write(tmp_path, "tasks:\n  n_test: 7\n")
     assert main(["params", "--file", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "tasks.n_test" in out and "7" in out and "Procedural test tasks" in out
+    assert "tasks.n_test" in out and "7" in out and "Test tasks to generate" in out
 
 
 def test_cli_reports_bad_params_without_a_traceback(tmp_path, capsys):
