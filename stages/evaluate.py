@@ -11,14 +11,9 @@ from __future__ import annotations
 import json
 import sys
 
-from sweetflow.agents import make_agent
-from sweetflow.artifacts import checkpoint_path, stage_output
 from sweetflow.errors import InputError, run_stage
 from sweetflow.params import load_params
-from sweetflow.rollout import collect, summarize_episodes
-from sweetflow.tasks.table import read_tasks
-
-TASKS = "data/tasks/test.parquet"
+from sweetflow.rollout import episode_stage
 
 
 def main() -> None:
@@ -28,25 +23,11 @@ def main() -> None:
     params = load_params()
     if method not in params.agents:
         raise InputError(f"params.yaml: agents: no agent named {method!r}; defined: {sorted(params.agents)}")
-    p = params.evaluate
-    sections = {
-        "evaluate": p,
-        f"agents.{method}": params.agents[method],
-        "simulator": params.simulator,
-        "episodes": params.episodes,
-        "sandbox": params.sandbox,
-    }
-    stage = f"evaluate@{method}"
-    tasks = read_tasks(TASKS).to_dicts()
-    checkpoint = checkpoint_path(stage, sections, [TASKS])
-    out_dir, metrics = f"data/evaluations/{method}", f"reports/backend/{method}/metrics.json"
-    with stage_output(out_dir, stage, sections, [TASKS], p.seed, metrics) as out:
-        agent = make_agent(params.agents[method])
-        frame = collect(tasks, agent, params, p.samples_per_task, p.seed, checkpoint, stage)
-        frame.write_parquet(out.dir / "trajectories.parquet")
-        out.metrics.update(summarize_episodes(frame))
-    checkpoint.unlink(missing_ok=True)
-    print(json.dumps(out.metrics, indent=2))
+    metrics = episode_stage(
+        params, f"evaluate@{method}", "evaluate", method, "data/tasks/test.parquet",
+        f"data/evaluations/{method}", f"reports/backend/{method}/metrics.json",
+    )
+    print(json.dumps(metrics, indent=2))
 
 
 if __name__ == "__main__":

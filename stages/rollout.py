@@ -16,14 +16,10 @@ from __future__ import annotations
 import json
 import sys
 
-from sweetflow.agents import make_agent
-from sweetflow.artifacts import checkpoint_path, stage_output
 from sweetflow.errors import InputError, run_stage
 from sweetflow.params import load_params
-from sweetflow.rollout import collect, summarize_episodes
-from sweetflow.tasks.table import read_tasks
+from sweetflow.rollout import episode_stage
 
-TASKS = "data/tasks/train.parquet"
 SECTIONS = ("demos", "rollout")
 
 
@@ -32,23 +28,11 @@ def main() -> None:
         raise InputError(f"usage: python -m stages.rollout {{{','.join(SECTIONS)}}}")
     name = sys.argv[1]
     params = load_params()
-    p = getattr(params, name)
-    agent_params = params.agents[p.agent]
-    sections = {
-        name: p,
-        f"agents.{p.agent}": agent_params,
-        "simulator": params.simulator,
-        "episodes": params.episodes,
-        "sandbox": params.sandbox,
-    }
-    tasks = read_tasks(TASKS).to_dicts()
-    checkpoint = checkpoint_path(name, sections, [TASKS])
-    with stage_output(f"data/{name}", name, sections, [TASKS], p.seed, f"reports/{name}/metrics.json") as out:
-        frame = collect(tasks, make_agent(agent_params), params, p.samples_per_task, p.seed, checkpoint, name)
-        frame.write_parquet(out.dir / "trajectories.parquet")
-        out.metrics.update(summarize_episodes(frame))
-    checkpoint.unlink(missing_ok=True)
-    print(json.dumps(out.metrics, indent=2))
+    agent = getattr(params, name).agent
+    metrics = episode_stage(
+        params, name, name, agent, "data/tasks/train.parquet", f"data/{name}", f"reports/{name}/metrics.json"
+    )
+    print(json.dumps(metrics, indent=2))
 
 
 if __name__ == "__main__":

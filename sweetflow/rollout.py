@@ -19,13 +19,15 @@ from pathlib import Path
 import polars as pl
 from tqdm import tqdm
 
-from sweetflow.agents import Agent
+from sweetflow.agents import Agent, make_agent
+from sweetflow.artifacts import checkpoint_path, stage_output
 from sweetflow.errors import StageFailed
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, EpisodeView, Message, final_answer
 from sweetflow.params import EpisodeParams, Params
 from sweetflow.sandbox import Sandbox
 from sweetflow.scoring import score_answers
 from sweetflow.simulators import Human, make_human
+from sweetflow.tasks.table import read_tasks
 
 TURN = pl.Struct(
     {
@@ -260,3 +262,27 @@ def collect(
             f"finished episodes are kept in {checkpoint}."
         )
     return frame
+
+
+def episode_stage(params: Params, stage: str, section: str, agent: str, tasks: str, out_dir: str, metrics: str) -> dict:
+    """The body of every stage that runs episodes (`demos`, `rollout`, `evaluate@*`): the agent
+    `agents.<agent>` on the tasks in `tasks`, with `samples_per_task` and `seed` from params
+    section `section`; trajectories to `out_dir`, metrics to `metrics`. Resumable."""
+    p = getattr(params, section)
+    sections = {
+        section: p,
+        f"agents.{agent}": params.agents[agent],
+        "simulator": params.simulator,
+        "episodes": params.episodes,
+        "sandbox": params.sandbox,
+    }
+    checkpoint = checkpoint_path(stage, sections, [tasks])
+    with stage_output(out_dir, stage, sections, [tasks], p.seed, metrics) as out:
+        frame = collect(
+            read_tasks(tasks).to_dicts(), make_agent(params.agents[agent]), params, p.samples_per_task, p.seed,
+            checkpoint, stage,
+        )
+        frame.write_parquet(out.dir / "trajectories.parquet")
+        out.metrics.update(summarize_episodes(frame))
+    checkpoint.unlink(missing_ok=True)
+    return out.metrics
