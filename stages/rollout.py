@@ -30,7 +30,8 @@ def main() -> None:
     params = load_params()
     agent = getattr(params, name).agent
     metrics = episode_stage(
-        params, name, name, agent, "data/tasks/train.parquet", f"data/{name}", f"reports/{name}/metrics.json"
+        params, name, name, params.agents[agent], f"agents.{agent}", "data/tasks/train.parquet", f"data/{name}",
+        f"reports/{name}/metrics.json",
     )
     print(json.dumps(metrics, indent=2))
 

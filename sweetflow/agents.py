@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from sweetflow.dialogue import AGENT, ANSWER_MARKER, HUMAN, AgentTurn, EpisodeView
+from sweetflow.errors import InputError
 from sweetflow.openai_backend import ChatClient, EndpointError
 from sweetflow.params import AgentParams
 
@@ -147,6 +148,8 @@ def make_agent(params: AgentParams) -> Agent:
     if params.backend == "no_ask":
         return NoAsk()
     if params.backend == "transformers":
+        if not params.checkpoint:
+            raise InputError("an agent with backend 'transformers' needs `checkpoint` (a checkpoint directory)")
         from sweetflow.models.policy import TransformersAgent  # torch is imported only when needed
 
         return TransformersAgent(params)

@@ -133,11 +133,9 @@ class AgentParams(Section):
     endpoint: EndpointParams | None = Field(None, description="Backend 'openai': the endpoint serving the policy.")
 
     @model_validator(mode="after")
-    def _backend_needs_its_model(self) -> "AgentParams":
+    def _openai_needs_endpoint(self) -> "AgentParams":
         if self.backend == "openai" and self.endpoint is None:
             raise ValueError("backend 'openai' needs an endpoint (base_url, model, api_key_env)")
-        if self.backend == "transformers" and not self.checkpoint:
-            raise ValueError("backend 'transformers' needs a checkpoint directory")
         return self
 
 
@@ -208,7 +206,16 @@ class EvaluateParams(Section):
     """Evaluation on the test tasks (stages `evaluate@<method>`)."""
 
     methods: list[str] = Field(
-        ["expert", "no_ask"], description="Agents (keys of `agents`) evaluated by the default DAG, one stage each."
+        ["expert", "no_ask"], description="Agents (keys of `agents`) evaluated by the DAG, one stage `evaluate@<name>` each."
+    )
+    models: dict[str, str] = Field(
+        {"zero_shot": "models/base"},
+        description="Trained policies evaluated by the DAG: method name -> checkpoint directory (a stage output); "
+        "one stage `evaluate_model@<method>` each.",
+    )
+    policy: AgentParams = Field(
+        default_factory=lambda: AgentParams(backend="transformers"),
+        description="How the checkpoints of `models` generate; each method's checkpoint fills in `checkpoint`.",
     )
     samples_per_task: int = Field(1, ge=1, description="Episodes per test task.")
     seed: int = Field(0, description="Seed of the episodes' sampling.")

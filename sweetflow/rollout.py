@@ -23,7 +23,7 @@ from sweetflow.agents import Agent, make_agent
 from sweetflow.artifacts import checkpoint_path, stage_output
 from sweetflow.errors import StageFailed
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, EpisodeView, Message, final_answer
-from sweetflow.params import EpisodeParams, Params
+from sweetflow.params import AgentParams, EpisodeParams, Params
 from sweetflow.sandbox import Sandbox
 from sweetflow.scoring import score_answers
 from sweetflow.simulators import Human, make_human
@@ -264,23 +264,26 @@ def collect(
     return frame
 
 
-def episode_stage(params: Params, stage: str, section: str, agent: str, tasks: str, out_dir: str, metrics: str) -> dict:
-    """The body of every stage that runs episodes (`demos`, `rollout`, `evaluate@*`): the agent
-    `agents.<agent>` on the tasks in `tasks`, with `samples_per_task` and `seed` from params
-    section `section`; trajectories to `out_dir`, metrics to `metrics`. Resumable."""
+def episode_stage(
+    params: Params, stage: str, section: str, agent: AgentParams, agent_section: str | None, tasks: str, out_dir: str,
+    metrics: str,
+) -> dict:
+    """The body of every stage that runs episodes (`demos`, `rollout`, `evaluate@*`, `evaluate_model@*`):
+    `agent` on the tasks in `tasks`, with `samples_per_task` and `seed` from params section `section`;
+    trajectories to `out_dir`, metrics to `metrics`. Resumable.
+
+    `agent_section` names where the agent's params live (e.g. "agents.expert"), for the manifest;
+    None when `section` holds them already. A checkpoint the agent reads is an input, hashed and
+    traced like any other."""
     p = getattr(params, section)
-    sections = {
-        section: p,
-        f"agents.{agent}": params.agents[agent],
-        "simulator": params.simulator,
-        "episodes": params.episodes,
-        "sandbox": params.sandbox,
-    }
-    checkpoint = checkpoint_path(stage, sections, [tasks])
-    with stage_output(out_dir, stage, sections, [tasks], p.seed, metrics) as out:
+    sections = {section: p, "simulator": params.simulator, "episodes": params.episodes, "sandbox": params.sandbox}
+    if agent_section:
+        sections[agent_section] = agent
+    inputs = [tasks] + ([agent.checkpoint] if agent.checkpoint else [])
+    checkpoint = checkpoint_path(stage, sections, inputs)
+    with stage_output(out_dir, stage, sections, inputs, p.seed, metrics) as out:
         frame = collect(
-            read_tasks(tasks).to_dicts(), make_agent(params.agents[agent]), params, p.samples_per_task, p.seed,
-            checkpoint, stage,
+            read_tasks(tasks).to_dicts(), make_agent(agent), params, p.samples_per_task, p.seed, checkpoint, stage
         )
         frame.write_parquet(out.dir / "trajectories.parquet")
         out.metrics.update(summarize_episodes(frame))

@@ -86,15 +86,20 @@ def _cover_and_expose(libc) -> None:
     hidden from the child's unprivileged uid. Each needed directory is held open (O_PATH) before
     it is covered, and bind-mounted back from that handle at its own path.
     """
+    def under(path: str, dirs) -> bool:
+        return any(path == d or path.startswith(d + "/") for d in dirs)
+
     writable = [d for d in WRITABLE_DIRS if os.path.isdir(d) and not os.path.islink(d)]
     needed = sorted({os.path.realpath(p) for p in sys.path if os.path.isdir(p)})
-    private = {a for p in needed if (a := _private_ancestor(p))}
-    hidden = [p for p in needed if any(p == c or p.startswith(c + "/") for c in [*writable, *private])]
+    # A closed directory inside a covered writable one (/tmp/pytest-of-root) is gone with it.
+    private = sorted({a for p in needed if (a := _private_ancestor(p)) and not under(a, writable)})
+    hidden = [p for p in needed if under(p, writable + private)]
     handles = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in hidden}
     for d in writable:
         _mount(libc, "tmpfs", d, "tmpfs", 0, "size=64m,mode=1777")
-    for d in sorted(private):
-        _mount(libc, "tmpfs", d, "tmpfs", 0, "size=1m,mode=755")
+    for d in private:
+        if not under(os.path.dirname(d), private):  # a closed one inside another is gone with it
+            _mount(libc, "tmpfs", d, "tmpfs", 0, "size=1m,mode=755")
     for path, fd in handles.items():
         os.makedirs(path, mode=0o755, exist_ok=True)
         _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None)
