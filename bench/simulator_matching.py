@@ -51,7 +51,7 @@ from rich.table import Table  # noqa: E402
 
 from sweetflow import simulators  # noqa: E402
 from sweetflow.agents import ONE_QUESTION, TWO_QUESTIONS  # noqa: E402
-from sweetflow.simulators import ScriptedHuman, questions_in  # noqa: E402
+from sweetflow.simulators import ScriptedHuman, clauses_in, questions_in, stem_plural, stem_verb  # noqa: E402
 from sweetflow.tasks.families import FAMILIES  # noqa: E402
 from sweetflow.tasks.procedural import generate_tasks  # noqa: E402
 
@@ -174,48 +174,6 @@ def stem_light(word: str) -> str:
         if word.endswith(suffix) and len(word) > len(suffix) + 2:
             return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
     return word
-
-
-def stem_plural(word: str) -> str:
-    """Plural endings without the -es bug: -es only after ss/us/x/zz/ch/sh (classes, bonuses, taxes),
-    -s not after ss/us/is (class, bonus, this); so names/name, prices/price, sizes/size,
-    purchases/purchase agree."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith("es") and word[:-2].endswith(("ss", "us", "x", "zz", "ch", "sh")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def stem_verb(word: str) -> str:
-    """Verb endings, applied after synonyms: -ing/-ed, a doubled final consonant, a final -e; so
-    charge/charged/charging, round/rounded/rounding, skip/skipped, include/included agree."""
-    if len(word) > 5 and word.endswith("ing"):
-        word = word[:-3]
-    elif len(word) > 4 and word.endswith("ed"):
-        word = word[:-2]
-    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "ls":
-        word = word[:-1]
-    if len(word) > 3 and word.endswith("e"):
-        word = word[:-1]
-    return word
-
-
-CLAUSE_BREAK = re.compile(
-    r"(?:,|;|:)\s*(?:and\s+|also\s+)?(?=(?:what|how|which|when|where|who|is|are|do|does|can|could|should)\b)"
-    r"|\s+and\s+(?=(?:what|how|which|when|where|who)\b)",
-    re.IGNORECASE,
-)
-
-
-def clauses_in(question: str) -> list[str]:
-    """A question's clauses, where a new question word starts after a comma, colon or "and":
-    "Two questions: what is the X, and what is the Y?" -> ["Two questions", "what is the X", "what is the Y?"].
-    A topic whose words span clauses ("For big orders, what's the discount?") is still found on the
-    whole question, which is matched when no clause names a topic."""
-    return [c for c in CLAUSE_BREAK.split(question) if c.strip()]
 
 
 @dataclass

@@ -41,7 +41,7 @@ SYNONYMS = {
 }
 
 
-def _stem_plural(word: str) -> str:
+def stem_plural(word: str) -> str:
     """-ies -> -y; -es only after ss/us/x/zz/ch/sh (classes, taxes); -s not after ss/us/is
     (class, bonus, this): so names/name, prices/price, purchases/purchase agree."""
     if len(word) > 4 and word.endswith("ies"):
@@ -53,7 +53,7 @@ def _stem_plural(word: str) -> str:
     return word
 
 
-def _stem_verb(word: str) -> str:
+def stem_verb(word: str) -> str:
     """-ing/-ed, a doubled final consonant, a final -e: charge/charged/charging, skip/skipped agree."""
     if len(word) > 5 and word.endswith("ing"):
         word = word[:-3]
@@ -73,10 +73,10 @@ def content_words(text: str) -> set[str]:
             words.add(token)  # a name such as the grade "A", not the article
             continue
         lower = token.lower()
-        word = _stem_plural(lower)
+        word = stem_plural(lower)
         if lower in STOPWORDS or word in STOPWORDS:
             continue
-        word = _stem_verb(SYNONYMS.get(word, word))
+        word = stem_verb(SYNONYMS.get(word, word))
         if word not in STOPWORDS:  # "needed" -> "need"
             words.add(word)
     return words
