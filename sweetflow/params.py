@@ -202,6 +202,18 @@ class RolloutParams(Section):
     seed: int = Field(0, description="Seed of the episodes' sampling.")
 
 
+class PairsParams(Section):
+    """Trajectory preferences from the offline rollouts (stage `trajectory_pairs`, SWEET-RL step 2)."""
+
+    mode: Literal["backend", "frontend"] = Field(
+        "backend",
+        description="'backend': the best sample of a task that reaches success_reward against each worse one; "
+        "'frontend': every two samples whose rewards differ by at least min_gap.",
+    )
+    success_reward: float = Field(1.0, description="Backend: the best sample must reach this reward (ColBench: 1).")
+    min_gap: float = Field(0.1, ge=0, description="Frontend: smallest reward difference that makes a pair.")
+
+
 class EvaluateParams(Section):
     """Evaluation on the test tasks (stages `evaluate@<method>`)."""
 
@@ -231,6 +243,7 @@ class Params(Section):
         default_factory=default_agents, description="Named agents; rollouts and evaluations refer to them by name."
     )
     model: ModelParams = Field(default_factory=ModelParams, description=ModelParams.__doc__)
+    pairs: PairsParams = Field(default_factory=PairsParams, description=PairsParams.__doc__)
     episodes: EpisodeParams = Field(default_factory=EpisodeParams, description=EpisodeParams.__doc__)
     demos: RolloutParams = Field(
         default_factory=lambda: RolloutParams(agent="demonstrator", samples_per_task=2),

@@ -18,6 +18,7 @@ DATA_OUTS = (
     "data/evaluations/reference",
     "data/demos",
     "data/rollout",
+    "data/trajectory_pairs",
     "data/evaluations/expert",
     "data/evaluations/no_ask",
 )
@@ -26,6 +27,7 @@ METRICS = (
     "reports/backend/reference/metrics.json",
     "reports/demos/metrics.json",
     "reports/rollout/metrics.json",
+    "reports/trajectory_pairs/metrics.json",
     "reports/backend/expert/metrics.json",
     "reports/backend/no_ask/metrics.json",
 )
