@@ -136,8 +136,13 @@ def build_model(
     return model
 
 
-def save_checkpoint(model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, path: str | Path) -> Path:
+def save_checkpoint(
+    model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, path: str | Path, state_dict: dict | None = None
+) -> Path:
     """Write `model` and `tokenizer` as one Hugging Face checkpoint directory and return its path.
+
+    `state_dict`, when given, is written instead of the model's own: after sharded training
+    (ZeRO-3, FSDP) only the gathered one holds the whole weights.
 
     The directory holds config.json, generation_config.json, model.safetensors and the tokenizer
     files with the chat template, and loads with `AutoModelForCausalLM.from_pretrained(path)` /
@@ -146,6 +151,6 @@ def save_checkpoint(model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast,
     """
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path)
+    model.save_pretrained(path, state_dict=state_dict)
     tokenizer.save_pretrained(path)
     return path

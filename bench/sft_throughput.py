@@ -1,0 +1,139 @@
+"""Benchmark: SFT training tokens per second of the `base_model` stage's loop on this CPU.
+
+The model, tokenizer and examples are the stage's own for the `model` section of params.yaml (the
+default tiny config unless changed): a tokenizer trained on data/tasks and data/demos (run `dvc repro
+demos` first), the first `--examples` demonstrations, batches of `model.batch_size`. Each
+configuration trains one epoch from the same initial weights:
+
+  (a) `sweetflow.models.sft.train_sft`: the stage's loop on accelerate (DVCLive logging included);
+  (b) a plain torch loop, the baseline: the same batches, optimiser, clipping and schedule, no
+      accelerate, no logging.
+
+for each precision (fp32, bf16 autocast) and torch thread count (1, 2). Tokens are all tokens the
+model reads (prompt and answer; padding excluded). Prints a table and writes
+bench/results/sft_throughput.json. Usage:
+    python bench/sft_throughput.py [--examples 160] [--threads 1 2] [--precisions no bf16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+import polars as pl
+import torch
+from accelerate.state import AcceleratorState
+from rich.console import Console
+from rich.table import Table
+from torch.utils.data import DataLoader
+
+from sweetflow.models.data import collate, demo_chats, encode_chats, tokenizer_corpus
+from sweetflow.models.sft import CLIP_NORM, lr_at, train_sft
+from sweetflow.models.tiny import build_model, train_tokenizer
+from sweetflow.params import ModelParams, load_params
+
+ROOT = Path(__file__).resolve().parent.parent
+TASKS, DEMOS = ROOT / "data/tasks/train.parquet", ROOT / "data/demos/trajectories.parquet"
+RESULTS = ROOT / "bench" / "results" / "sft_throughput.json"
+
+
+def plain_torch_loop(model, examples, p: ModelParams, pad_id: int) -> tuple[int, float]:
+    """The baseline: what train_sft does per step, written directly against torch."""
+    loader = DataLoader(
+        examples, batch_size=p.batch_size, shuffle=True, generator=torch.Generator().manual_seed(p.seed),
+        collate_fn=lambda batch: collate(batch, pad_id),
+    )  # fmt: skip
+    optimizer = torch.optim.AdamW(model.parameters(), lr=p.learning_rate, betas=(0.9, 0.95), weight_decay=0.0)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if p.precision == "bf16" else nullcontext()
+    model.train()
+    tokens, started = 0, time.perf_counter()
+    for step, batch in enumerate(loader):
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, len(loader), p.learning_rate)
+        with autocast:
+            loss = model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        tokens += int(batch["attention_mask"].sum())
+    return tokens, time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--examples", type=int, default=160, help="demonstrations trained on (default: 160)")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts to compare")
+    parser.add_argument("--precisions", nargs="+", default=["no", "bf16"], help="accelerate mixed-precision modes")
+    args = parser.parse_args(argv)
+    console = Console()
+    if not (TASKS.exists() and DEMOS.exists()):
+        console.print(f"[yellow]{TASKS} or {DEMOS} is missing: run `dvc repro demos` first.[/]")
+        return 1
+
+    base = load_params(ROOT / "params.yaml").model
+    tasks = pl.read_parquet(TASKS).to_dicts()
+    demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
+    chats = demo_chats(tasks, demos)
+    tokenizer = train_tokenizer(tokenizer_corpus(tasks, chats), base.vocab_size, base.max_length)
+    examples, _ = encode_chats(tokenizer, chats[: args.examples], base.max_length)
+
+    results = []
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        for precision in args.precisions:
+            p = base.model_copy(update={"precision": precision, "sft_epochs": 1})
+            model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed)
+            AcceleratorState._reset_state(True)  # accelerate allows one precision per process otherwise
+            with tempfile.TemporaryDirectory() as tmp:
+                _, _, summary = train_sft(model, examples, [], p, tokenizer.pad_token_id, Path(tmp) / "live")
+            row = {"threads": threads, "precision": precision}
+            results.append({**row, "loop": "sweetflow (accelerate)", "tokens": summary["train_tokens"],
+                            "seconds": summary["train_seconds"]})  # fmt: skip
+            model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed)
+            tokens, seconds = plain_torch_loop(model, examples, p, tokenizer.pad_token_id)
+            results.append({**row, "loop": "plain torch (baseline)", "tokens": tokens, "seconds": seconds})
+    for r in results:
+        r["tokens_per_s"] = r["tokens"] / r["seconds"]
+    for ours, baseline in zip(results[::2], results[1::2]):
+        ours["ratio_to_baseline"] = ours["tokens_per_s"] / baseline["tokens_per_s"]
+        baseline["ratio_to_baseline"] = 1.0
+
+    parameters = sum(q.numel() for q in model.parameters())
+    table = Table(
+        title=f"SFT throughput: {len(examples)} demonstrations, batch {base.batch_size}, "
+        f"{parameters / 1e6:.2f}M parameters (hidden {base.hidden_size}, {base.layers} layers, vocab {len(tokenizer)})"
+    )
+    for column in ("loop", "threads", "precision", "tokens", "seconds", "tokens/s", "x baseline"):
+        table.add_column(column, justify="left" if column == "loop" else "right", no_wrap=True)
+    for r in results:
+        table.add_row(r["loop"], str(r["threads"]), r["precision"], str(r["tokens"]), f"{r['seconds']:.1f}",
+                      f"{r['tokens_per_s']:.0f}", f"{r['ratio_to_baseline']:.2f}")  # fmt: skip
+    console.print(table)
+
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "model": base.model_dump(mode="json"),
+        "parameters": parameters,
+        "examples": len(examples),
+        "cpu_count": os.cpu_count(),
+        "load_average_after": os.getloadavg(),
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "results": results,
+    }
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    console.print(f"wrote {RESULTS.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Stage `base_model`: the base policy, as a Hugging Face checkpoint directory.
+
+`python -m stages.base_model` reads params `model` and
+- with `model.base: tiny` (the default): `data/tasks/train.parquet` and
+  `data/demos/trajectories.parquet`. It trains a byte-level BPE tokenizer on the training tasks and
+  the demonstrations, builds a small Llama with the chat template, and fine-tunes it on every
+  demonstration (loss on the agent's turns; the demonstrations of a few held-out tasks measure the
+  validation loss). Every demonstration, not only the successful ones: the demonstrator asks about
+  each hidden fact with probability `skill`, and a base policy that imitates this mixed skill
+  sometimes answers too early, as a real base model does; SWEET-RL has something to fix.
+- with `model.base` a local checkpoint directory (e.g. Llama-3.1-8B-Instruct): that model and its
+  chat template as they are, hard-linked into the output (copied across filesystems). A hub id is
+  an input error: nothing is downloaded.
+
+Writes `models/base/` (the checkpoint, `training_config.json` — the params, data counts and
+training summary that produced it — and `manifest.json`) and `reports/base_model/` (DVCLive:
+`metrics.json`, `plots/metrics/{train,eval}/*.tsv`, `params.yaml`).
+
+On GPUs: `accelerate launch --config_file configs/accelerate/zero3.yaml -m stages.base_model`.
+With `model.accelerate_config` set, `python -m stages.base_model` (as `dvc repro` runs it) relaunches
+itself that way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import polars as pl
+import torch
+
+from sweetflow.artifacts import stage_output, write_json
+from sweetflow.errors import run_stage
+from sweetflow.models.checkpoint import link_or_copy_tree, local_checkpoint
+from sweetflow.models.data import demo_chats, encode_chats, split_by_task, tokenizer_corpus
+from sweetflow.models.sft import train_sft
+from sweetflow.models.tiny import build_model, save_checkpoint, train_tokenizer
+from sweetflow.params import ModelParams, load_params
+from sweetflow.tasks.table import read_tasks
+
+TASKS = "data/tasks/train.parquet"
+DEMOS = "data/demos/trajectories.parquet"
+OUT = Path("models/base")
+REPORT = Path("reports/base_model")
+HOLDOUT_SHARE = 0.05  # of training tasks whose demonstrations only measure the validation loss
+TRAIN_THREADS = 1  # measured: one torch thread trains the tiny model faster than two on 2 cores
+
+
+def main() -> None:
+    p = load_params().model
+    if p.accelerate_config and "ACCELERATE_MIXED_PRECISION" not in os.environ:  # not yet under a launcher
+        launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", p.accelerate_config]
+        os.execv(sys.executable, launch + ["-m", "stages.base_model"])
+    if p.base == "tiny":
+        build_tiny(p)
+    else:
+        adopt_local(p)
+
+
+def build_tiny(p: ModelParams) -> None:
+    torch.set_num_threads(TRAIN_THREADS)
+    tasks = read_tasks(TASKS).to_dicts()
+    demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
+    chats = demo_chats(tasks, demos)
+    tokenizer = train_tokenizer(tokenizer_corpus(tasks, chats), p.vocab_size, p.max_length)
+    model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed)
+    held_out = split_by_task(tasks, HOLDOUT_SHARE, p.seed)
+    train, cut = encode_chats(tokenizer, [c for c, d in zip(chats, demos) if d["task_id"] not in held_out], p.max_length)
+    holdout, _ = encode_chats(tokenizer, [c for c, d in zip(chats, demos) if d["task_id"] in held_out], p.max_length)
+    data = {
+        "train_dialogues": len(train),
+        "holdout_dialogues": len(holdout),
+        "train_dialogues_cut": cut,
+        "train_tokens_per_epoch": sum(len(e.input_ids) for e in train),
+        "vocab_size": len(tokenizer),
+        "parameters": sum(q.numel() for q in model.parameters()),
+    }
+    live_dir = REPORT.with_name(f".{REPORT.name}.tmp-{os.getpid()}")
+    try:
+        model, state, summary = train_sft(model, train, holdout, p, tokenizer.pad_token_id, live_dir)
+        if model is None:  # not the main process: it only took part in training
+            return
+        with stage_output(OUT, "base_model", {"model": p}, [TASKS, DEMOS], p.seed) as out:
+            save_checkpoint(model, tokenizer, out.dir, state_dict=state)
+            write_json(out.dir / "training_config.json", {"model": p.model_dump(mode="json"), "data": data, "sft": summary})
+        metrics = json.loads((live_dir / "metrics.json").read_text())
+        write_json(live_dir / "metrics.json", {**metrics, "data": data})
+        replace_report(live_dir)
+    finally:
+        shutil.rmtree(live_dir, ignore_errors=True)
+    print(json.dumps({"data": data, "sft": summary}, indent=2))
+
+
+def adopt_local(p: ModelParams) -> None:
+    source = local_checkpoint(p.base)
+    with stage_output(OUT, "base_model", {"model": p}, [source], p.seed) as out:
+        how = link_or_copy_tree(source, out.dir)
+    report = REPORT.with_name(f".{REPORT.name}.tmp-{os.getpid()}")
+    report.mkdir(parents=True)
+    write_json(report / "metrics.json", {"base": str(source), "files": how, "trained": False})
+    replace_report(report)
+    print(f"models/base: {source} ({how})")
+
+
+def replace_report(new: Path) -> None:
+    """Put the finished report in place: after a kill there is the whole report or none."""
+    shutil.rmtree(REPORT, ignore_errors=True)
+    os.replace(new, REPORT)
+
+
+if __name__ == "__main__":
+    run_stage(main)

@@ -1,0 +1,89 @@
+"""Fixtures for the model tests: a few real tasks, scripted demonstrations on them, and one run of the
+`base_model` stage on those (a small tiny model, a few SFT steps), shared by the whole session."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sweetflow.agents import ScriptedExpert
+from sweetflow.params import EpisodeParams
+from sweetflow.rollout import Checkpoint, run_episodes
+from sweetflow.rollout import to_frame as trajectories_frame
+from sweetflow.sandbox import Sandbox, SandboxParams
+from sweetflow.scoring import check_references
+from sweetflow.simulators import ScriptedHuman
+from sweetflow.tasks.procedural import generate_tasks
+from sweetflow.tasks.table import CHECKED_SCHEMA
+from sweetflow.tasks.table import to_frame as tasks_frame
+from tests.conftest import run
+
+# Small enough for seconds of training; max_length fits a whole dialogue at this vocabulary size.
+TINY = {"vocab_size": 384, "hidden_size": 64, "layers": 2, "heads": 4, "max_length": 1536,
+        "sft_epochs": 2, "batch_size": 4, "learning_rate": 0.005}  # fmt: skip
+
+
+@dataclass
+class Corpus:
+    train: list[dict]  # checked task rows, as data/tasks/train.parquet holds them
+    test: list[dict]
+    demos: list[dict]  # trajectory records, as data/demos/trajectories.parquet holds them
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    with Sandbox(SandboxParams(workers=1)) as sb:
+        yield sb
+
+
+@pytest.fixture(scope="session")
+def corpus(sandbox, tmp_path_factory) -> Corpus:
+    train, test = generate_tasks(8, 4, seed=5)
+    checked = {}
+    for split, tasks in (("train", train), ("test", test)):
+        checks = check_references(tasks, sandbox)
+        checked[split] = [
+            {**t, "split": split, "expected": c.expected, "reference_passes": c.reference_passes, "flags": c.flags}
+            for t, c in zip(tasks, checks)
+        ]
+    demos = run_episodes(
+        checked["train"], 2, ScriptedExpert(0.8), ScriptedHuman(), sandbox, EpisodeParams(), 0,
+        Checkpoint(tmp_path_factory.mktemp("demos") / "c.jsonl"),
+    )  # fmt: skip
+    return Corpus(checked["train"], checked["test"], demos)
+
+
+def write_inputs(root: Path, corpus: Corpus, model: dict) -> Path:
+    """A working directory with the stage's inputs and a params.yaml whose `model` section is `model`."""
+    (root / "data/tasks").mkdir(parents=True)
+    (root / "data/demos").mkdir(parents=True)
+    tasks_frame(corpus.train, CHECKED_SCHEMA).write_parquet(root / "data/tasks/train.parquet")
+    trajectories_frame(corpus.demos).write_parquet(root / "data/demos/trajectories.parquet")
+    (root / "params.yaml").write_text(yaml.safe_dump({"model": model}))
+    return root
+
+
+@pytest.fixture(scope="session")
+def stage_dir(corpus, tmp_path_factory) -> Path:
+    """A directory in which `python -m stages.base_model` has built the tiny base policy."""
+    root = write_inputs(tmp_path_factory.mktemp("stage"), corpus, TINY)
+    run([sys.executable, "-m", "stages.base_model"], root, timeout=300)
+    return root
+
+
+@pytest.fixture(scope="session")
+def checkpoint(stage_dir) -> Path:
+    return stage_dir / "models/base"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_thread():
+    """One torch thread in the test process: the tiny model's matrices are too small to share, and
+    tests run two at a time (pytest -n 2) on this 2-core machine."""
+    import torch
+
+    torch.set_num_threads(1)
