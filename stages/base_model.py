@@ -46,30 +46,33 @@ DEMOS = "data/demos/trajectories.parquet"
 OUT = Path("models/base")
 REPORT = Path("reports/base_model")
 HOLDOUT_SHARE = 0.05  # of training tasks whose demonstrations only measure the validation loss
-TRAIN_THREADS = 1  # measured: one torch thread trains the tiny model faster than two on 2 cores
 
 
 def main() -> None:
     p = load_params().model
+    if p.base != "tiny":
+        adopt_local(p)  # no training: one process, whatever the accelerate config
+        return
     if p.accelerate_config and "ACCELERATE_MIXED_PRECISION" not in os.environ:  # not yet under a launcher
         launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", p.accelerate_config]
         os.execv(sys.executable, launch + ["-m", "stages.base_model"])
-    if p.base == "tiny":
-        build_tiny(p)
-    else:
-        adopt_local(p)
+    build_tiny(p)
 
 
 def build_tiny(p: ModelParams) -> None:
-    torch.set_num_threads(TRAIN_THREADS)
+    # A fixed thread count keeps float reductions, and so the trained weights, reproducible.
+    threads = getattr(p, "threads", 1)  # TODO(lead): ModelParams.threads; drop the default here
+    if threads:
+        torch.set_num_threads(threads)
     tasks = read_tasks(TASKS).to_dicts()
     demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
     chats = demo_chats(tasks, demos)
     tokenizer = train_tokenizer(tokenizer_corpus(tasks, chats), p.vocab_size, p.max_length)
     model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed)
     held_out = split_by_task(tasks, HOLDOUT_SHARE, p.seed)
-    train, cut = encode_chats(tokenizer, [c for c, d in zip(chats, demos) if d["task_id"] not in held_out], p.max_length)
-    holdout, _ = encode_chats(tokenizer, [c for c, d in zip(chats, demos) if d["task_id"] in held_out], p.max_length)
+    is_held_out = [d["task_id"] in held_out for d in demos]
+    train, cut = encode_chats(tokenizer, [c for c, h in zip(chats, is_held_out) if not h], p.max_length)
+    holdout, _ = encode_chats(tokenizer, [c for c, h in zip(chats, is_held_out) if h], p.max_length)
     data = {
         "train_dialogues": len(train),
         "holdout_dialogues": len(holdout),
@@ -85,7 +88,8 @@ def build_tiny(p: ModelParams) -> None:
             return
         with stage_output(OUT, "base_model", {"model": p}, [TASKS, DEMOS], p.seed) as out:
             save_checkpoint(model, tokenizer, out.dir, state_dict=state)
-            write_json(out.dir / "training_config.json", {"model": p.model_dump(mode="json"), "data": data, "sft": summary})
+            config = {"model": p.model_dump(mode="json"), "data": data, "sft": summary}
+            write_json(out.dir / "training_config.json", config)  # as nanoGPT keeps it with the weights
         metrics = json.loads((live_dir / "metrics.json").read_text())
         write_json(live_dir / "metrics.json", {**metrics, "data": data})
         replace_report(live_dir)

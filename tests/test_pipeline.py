@@ -21,7 +21,10 @@ DATA_OUTS = (
     "data/trajectory_pairs",
     "data/evaluations/expert",
     "data/evaluations/no_ask",
+    "data/evaluations/zero_shot",
 )
+# The checkpoint's weights and tokenizer (its training_config.json holds wall times).
+CHECKPOINT_FILES = ("models/base/model.safetensors", "models/base/tokenizer.json")
 METRICS = (
     "reports/tasks/metrics.json",
     "reports/backend/reference/metrics.json",
@@ -30,6 +33,7 @@ METRICS = (
     "reports/trajectory_pairs/metrics.json",
     "reports/backend/expert/metrics.json",
     "reports/backend/no_ask/metrics.json",
+    "reports/backend/zero_shot/metrics.json",
 )
 
 
@@ -63,7 +67,7 @@ def test_dvc_repro_generates_tasks_and_references_pass(repro_project: Path):
 def test_dvc_and_snakemake_produce_identical_artifacts(repro_project: Path, tmp_path: Path):
     snake_project = make_project(tmp_path / "snake", SMALL_PARAMS)
     run(["snakemake", "--profile", "workflow/profiles/default", "--cores", "2"], snake_project)
-    for out in DATA_OUTS + METRICS:
+    for out in DATA_OUTS + METRICS + CHECKPOINT_FILES:
         assert content_hash(snake_project / out) == content_hash(repro_project / out), out
 
 
@@ -109,7 +113,7 @@ def test_team_shares_artifacts_through_a_remote(repro_project: Path, tmp_path: P
     clone = tmp_path / "clone"
     run(["git", "clone", "-q", str(origin), str(clone)], tmp_path)
     run(["dvc", "pull", "-q"], clone)
-    for out in DATA_OUTS + METRICS:
+    for out in DATA_OUTS + METRICS + CHECKPOINT_FILES:
         assert content_hash(clone / out) == content_hash(origin / out)
     assert json.loads(run(["dvc", "status", "--json"], clone).stdout) == {}
     assert "up to date" in run(["dvc", "repro"], clone).stdout.lower()

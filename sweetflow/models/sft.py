@@ -77,12 +77,8 @@ def train_sft(
         [q for q in model.parameters() if q.requires_grad], lr=p.learning_rate, betas=(0.9, 0.95), weight_decay=0.0
     )
     model, optimizer, loader, eval_loader = accelerator.prepare(model, optimizer, loader, eval_loader)
-    accelerator.init_trackers(
-        "base_model",
-        config={k: v for k, v in p.model_dump(mode="json").items() if isinstance(v, (int, float, str, bool))},
-        # dvcyaml=None: the stage's metrics and plots are declared in the project's dvc.yaml.
-        init_kwargs={"dvclive": {"dir": str(log_dir), "dvcyaml": None, "save_dvc_exp": False}},
-    )
+    # dvcyaml=None: the stage's metrics and plots are declared in the project's dvc.yaml.
+    accelerator.init_trackers("sft", init_kwargs={"dvclive": {"dir": str(log_dir), "dvcyaml": None, "save_dvc_exp": False}})
 
     total = p.sft_epochs * len(loader)
     step, tokens, window, epoch_losses = 0, 0, [], []
@@ -126,7 +122,8 @@ def train_sft(
         eval_loss_final=eval_loss,
     )
     # Into DVCLive's metrics.json only (plot=False): one number each, not a curve.
-    accelerator.log({k: v for k, v in summary.items() if v is not None}, step=step, log_kwargs={"dvclive": {"plot": False}})
+    final = {k: v for k, v in summary.items() if v is not None}
+    accelerator.log(final, step=step, log_kwargs={"dvclive": {"plot": False}})
 
     accelerator.wait_for_everyone()
     state = accelerator.get_state_dict(model)  # a collective: every process takes part

@@ -36,10 +36,13 @@ def test_tiny_stage_writes_a_checkpoint_with_its_config_and_dvclive_report(stage
 
 def test_checkpoint_loads_and_generates_offline(checkpoint, tmp_path):
     code = (
-        "import sys; from sweetflow.models.checkpoint import load_checkpoint\n"
-        "model, tok = load_checkpoint(sys.argv[1])\n"
-        "ids = tok.apply_chat_template([{'role': 'user', 'content': 'hi'}], add_generation_prompt=True, return_tensors='pt', return_dict=True)['input_ids']\n"
-        "print(model.generate(ids, max_new_tokens=5).shape[1] > ids.shape[1])\n"
+        "import sys\n"
+        "from sweetflow.dialogue import EpisodeView\n"
+        "from sweetflow.models.policy import TransformersAgent\n"
+        "from sweetflow.params import AgentParams\n"
+        "agent = TransformersAgent(AgentParams(backend='transformers', checkpoint=sys.argv[1], max_new_tokens=5))\n"
+        "[turn] = agent.act([EpisodeView('t', 'Write a function.', [], seed=0)])\n"
+        "print(turn.n_tokens >= 1)\n"
     )
     env = {**tool_env(), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     result = subprocess.run([sys.executable, "-c", code, str(checkpoint)], env=env, capture_output=True, text=True)
@@ -60,7 +63,8 @@ def test_local_checkpoint_is_adopted_as_is(corpus, checkpoint, tmp_path, monkeyp
 
 
 def test_hub_id_without_local_files_is_an_input_error(corpus, tmp_path, monkeypatch):
-    monkeypatch.chdir(write_inputs(tmp_path, corpus, {"base": "meta-llama/Llama-3.1-8B-Instruct"}))
-    with pytest.raises(InputError, match=r"model.base: 'meta-llama/Llama-3.1-8B-Instruct' is neither 'tiny' nor a local"):
+    hub_id = "meta-llama/Llama-3.1-8B-Instruct"
+    monkeypatch.chdir(write_inputs(tmp_path, corpus, {"base": hub_id}))
+    with pytest.raises(InputError, match=f"model.base: '{hub_id}' is neither 'tiny' nor a local directory"):
         base_model.main()
     assert not (tmp_path / "models").exists()
