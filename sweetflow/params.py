@@ -91,7 +91,17 @@ class TasksParams(Section):
         return self
 
 
-class SimulatorParams(Section):
+class ServedBackend(Section):
+    """A section whose backend 'openai' talks to the endpoint it names."""
+
+    @model_validator(mode="after")
+    def _openai_needs_endpoint(self):
+        if self.backend == "openai" and self.endpoint is None:
+            raise ValueError("backend 'openai' needs an endpoint (base_url, model, api_key_env)")
+        return self
+
+
+class SimulatorParams(ServedBackend):
     """The simulated human (DESIGN.md §2-3)."""
 
     backend: Literal["scripted", "openai"] = Field(
@@ -105,14 +115,8 @@ class SimulatorParams(Section):
     max_new_tokens: int = Field(128, ge=1, description="Backend 'openai': most tokens generated per reply.")
     endpoint: EndpointParams | None = Field(None, description="Backend 'openai': the endpoint serving the simulator model.")
 
-    @model_validator(mode="after")
-    def _openai_needs_endpoint(self) -> "SimulatorParams":
-        if self.backend == "openai" and self.endpoint is None:
-            raise ValueError("backend 'openai' needs an endpoint (base_url, model, api_key_env)")
-        return self
 
-
-class AgentParams(Section):
+class AgentParams(ServedBackend):
     """One agent (policy) that can be rolled out or evaluated."""
 
     backend: Literal["scripted", "no_ask", "openai", "transformers"] = Field(
@@ -131,12 +135,6 @@ class AgentParams(Section):
     top_p: float = Field(1.0, gt=0, le=1, description="Model backends: nucleus sampling mass.")
     max_new_tokens: int = Field(512, ge=1, description="Model backends: most tokens generated per turn.")
     endpoint: EndpointParams | None = Field(None, description="Backend 'openai': the endpoint serving the policy.")
-
-    @model_validator(mode="after")
-    def _openai_needs_endpoint(self) -> "AgentParams":
-        if self.backend == "openai" and self.endpoint is None:
-            raise ValueError("backend 'openai' needs an endpoint (base_url, model, api_key_env)")
-        return self
 
 
 def default_agents() -> dict[str, AgentParams]:
