@@ -5,8 +5,8 @@ default tiny config unless changed): a tokenizer trained on data/tasks and data/
 demos` first), the first `--examples` demonstrations, batches of `model.batch_size`. Each
 configuration trains one epoch from the same initial weights:
 
-  (a) `sweetflow.models.sft.train_sft`: the stage's loop on accelerate (DVCLive logging included);
-  (b) a plain torch loop, the baseline: the same batches, optimiser, clipping and schedule, no
+  (a) `train_sft` (sweetflow.models.sft): the stage's loop on accelerate, DVCLive logging included;
+  (b) `plain torch`, the baseline: the same batches, optimiser, clipping and schedule, no
       accelerate, no logging.
 
 for each precision (fp32, bf16 autocast) and torch thread count (1, 2). Tokens are all tokens the
@@ -95,11 +95,11 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory() as tmp:
                 _, _, summary = train_sft(model, examples, [], p, tokenizer.pad_token_id, Path(tmp) / "live")
             row = {"threads": threads, "precision": precision}
-            results.append({**row, "loop": "sweetflow (accelerate)", "tokens": summary["train_tokens"],
+            results.append({**row, "loop": "train_sft", "tokens": summary["train_tokens"],
                             "seconds": summary["train_seconds"]})  # fmt: skip
             model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed)
             tokens, seconds = plain_torch_loop(model, examples, p, tokenizer.pad_token_id)
-            results.append({**row, "loop": "plain torch (baseline)", "tokens": tokens, "seconds": seconds})
+            results.append({**row, "loop": "plain torch", "tokens": tokens, "seconds": seconds})
     for r in results:
         r["tokens_per_s"] = r["tokens"] / r["seconds"]
     for ours, baseline in zip(results[::2], results[1::2]):
@@ -108,13 +108,13 @@ def main(argv: list[str] | None = None) -> int:
 
     parameters = sum(q.numel() for q in model.parameters())
     table = Table(
-        title=f"SFT throughput: {len(examples)} demonstrations, batch {base.batch_size}, "
-        f"{parameters / 1e6:.2f}M parameters (hidden {base.hidden_size}, {base.layers} layers, vocab {len(tokenizer)})"
+        title=f"SFT tokens/s: {len(examples)} demonstrations ({results[0]['tokens']} tokens), batch {base.batch_size}, "
+        f"{parameters / 1e6:.2f}M parameters"
     )
-    for column in ("loop", "threads", "precision", "tokens", "seconds", "tokens/s", "x baseline"):
+    for column in ("loop", "threads", "precision", "seconds", "tokens/s", "x plain torch"):
         table.add_column(column, justify="left" if column == "loop" else "right", no_wrap=True)
     for r in results:
-        table.add_row(r["loop"], str(r["threads"]), r["precision"], str(r["tokens"]), f"{r['seconds']:.1f}",
+        table.add_row(r["loop"], str(r["threads"]), r["precision"], f"{r['seconds']:.1f}",
                       f"{r['tokens_per_s']:.0f}", f"{r['ratio_to_baseline']:.2f}")  # fmt: skip
     console.print(table)
 

@@ -61,7 +61,7 @@ def main() -> None:
 
 def build_tiny(p: ModelParams) -> None:
     # A fixed thread count keeps float reductions, and so the trained weights, reproducible.
-    threads = getattr(p, "threads", 1)  # TODO(lead): ModelParams.threads; drop the default here
+    threads = p.threads
     if threads:
         torch.set_num_threads(threads)
     tasks = read_tasks(TASKS).to_dicts()

@@ -128,6 +128,7 @@ class AgentParams(ServedBackend):
         None, description="Backend 'transformers': directory of the checkpoint (e.g. models/base, a stage output)."
     )
     batch_size: int = Field(32, ge=1, description="Backend 'transformers': episodes generated together in one batch.")
+    threads: int = Field(1, ge=0, description="Backend 'transformers' on CPU: torch threads for generation; 0: torch's default.")
     skill: float = Field(
         1.0, ge=0, le=1, description="Scripted: chance of asking about each hidden fact (the rest are guessed)."
     )
@@ -166,6 +167,9 @@ class ModelParams(Section):
         "otherwise the path of a local Hugging Face checkpoint (e.g. Llama-3.1-8B-Instruct), used as is.",
     )
     seed: int = Field(0, description="Seed of initialisation, data order and dropout.")
+    threads: int = Field(
+        1, ge=0, description="Torch CPU threads for training; 0: torch's default. 1 is fastest on a busy 2-core machine."
+    )
     vocab_size: int = Field(512, ge=64, description="Tiny: byte-level BPE vocabulary size.")
     hidden_size: int = Field(128, ge=16, description="Tiny: model width.")
     layers: int = Field(2, ge=1, description="Tiny: transformer blocks.")

@@ -5,6 +5,8 @@ the views are generated in chunks of `batch_size`, left-padded so that every row
 in the last column. Sampling is per episode: row i draws from its own `torch.Generator`, seeded by
 (episode seed, turn), so an episode's turn does not depend on which other episodes share its batch
 or on the global random state, and the same (task, sample, turn) samples the same way in every run.
+A row leaves the batch as soon as it stops (a decoding step costs in proportion to its rows), so
+a chunk of short questions is not held up by one long answer.
 
 Log-probs. For each generated token we record log softmax of the model's raw logits at that step —
 the policy's own distribution, before temperature and top-p — because that is the π(a|o) that the
@@ -43,7 +45,7 @@ class TransformersAgent:
         device = "cuda" if torch.cuda.is_available() else "cpu"
         # One thread generates the tiny model 4x faster than two on this 2-core machine: its
         # matrices are too small to split. `threads` (0: torch's default) is for bigger models.
-        threads = getattr(params, "threads", 1)  # TODO(lead): AgentParams.threads; drop the default here
+        threads = params.threads
         if device == "cpu" and threads:
             torch.set_num_threads(threads)
         self.model, self.tokenizer = load_checkpoint(params.checkpoint, device)
