@@ -95,8 +95,13 @@ def _encode(x: object, depth: int, seen: set[int]) -> object:
         return {TAG: "decimal", "v": str(x)}
     if t is fractions.Fraction:
         return {TAG: "fraction", "v": [x.numerator, x.denominator]}
-    if t in (_dt.datetime, _dt.date, _dt.time):
-        return {TAG: t.__name__, "v": x.isoformat()}
+    if t is _dt.date:
+        return {TAG: "date", "v": x.isoformat()}
+    if t in (_dt.datetime, _dt.time):
+        # The offset travels apart: fromisoformat drops an offset's microseconds.
+        offset = x.utcoffset()
+        tz = None if offset is None else [offset.days, offset.seconds, offset.microseconds]
+        return {TAG: t.__name__, "v": x.replace(tzinfo=None).isoformat(), "tz": tz}
     if t is _dt.timedelta:
         return {TAG: "timedelta", "v": [x.days, x.seconds, x.microseconds]}
     if t.__module__ == "numpy" and hasattr(x, "item") and getattr(x, "shape", None) == ():
@@ -129,8 +134,12 @@ def _decode_tagged(obj: dict) -> object:
         return decimal.Decimal(v)
     if tag == "fraction":
         return fractions.Fraction(v[0], v[1])
-    if tag in ("datetime", "date", "time"):
-        return getattr(_dt, tag).fromisoformat(v)
+    if tag == "date":
+        return _dt.date.fromisoformat(v)
+    if tag in ("datetime", "time"):
+        tz = obj.get("tz")
+        tzinfo = None if tz is None else _dt.timezone(_dt.timedelta(days=tz[0], seconds=tz[1], microseconds=tz[2]))
+        return getattr(_dt, tag).fromisoformat(v).replace(tzinfo=tzinfo)
     if tag == "timedelta":
         return _dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2])
     if tag == "opaque":
