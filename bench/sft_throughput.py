@@ -35,7 +35,8 @@ from rich.table import Table
 from torch.utils.data import DataLoader
 
 from sweetflow.models.data import collate, demo_chats, encode_chats, tokenizer_corpus
-from sweetflow.models.sft import CLIP_NORM, lr_at, train_sft
+from sweetflow.models.sft import train_sft
+from sweetflow.models.training import CLIP_NORM, lr_at
 from sweetflow.models.tiny import build_model, train_tokenizer
 from sweetflow.params import ModelParams, load_params
 
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     for threads in args.threads:
         torch.set_num_threads(threads)
         for precision in args.precisions:
-            p = base.model_copy(update={"precision": precision, "sft_epochs": 1})
+            p = base.model_copy(update={"precision": precision, "epochs": 1})
             model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed)
             AcceleratorState._reset_state(True)  # accelerate allows one precision per process otherwise
             with tempfile.TemporaryDirectory() as tmp:

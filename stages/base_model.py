@@ -24,20 +24,18 @@ itself that way.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import sys
+import time
 from pathlib import Path
 
 import polars as pl
-import torch
 
 from sweetflow.artifacts import stage_output, write_json
 from sweetflow.errors import run_stage
-from sweetflow.models.checkpoint import link_or_copy_tree, local_checkpoint
+from sweetflow.models.checkpoint import link_or_copy_tree, local_checkpoint, save_checkpoint
 from sweetflow.models.data import demo_chats, encode_chats, split_by_task, tokenizer_corpus
 from sweetflow.models.sft import train_sft
-from sweetflow.models.tiny import build_model, save_checkpoint, train_tokenizer
+from sweetflow.models.tiny import build_model, train_tokenizer
+from sweetflow.models.training import live_report, relaunch_under_accelerate, set_threads
 from sweetflow.params import ModelParams, load_params
 from sweetflow.tasks.table import read_tasks
 
@@ -53,17 +51,13 @@ def main() -> None:
     if p.base != "tiny":
         adopt_local(p)  # no training: one process, whatever the accelerate config
         return
-    if p.accelerate_config and "ACCELERATE_MIXED_PRECISION" not in os.environ:  # not yet under a launcher
-        launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", p.accelerate_config]
-        os.execv(sys.executable, launch + ["-m", "stages.base_model"])
+    relaunch_under_accelerate(p, "stages.base_model", [])
     build_tiny(p)
 
 
 def build_tiny(p: ModelParams) -> None:
-    # A fixed thread count keeps float reductions, and so the trained weights, reproducible.
-    threads = p.threads
-    if threads:
-        torch.set_num_threads(threads)
+    started = time.time()
+    set_threads(p)
     tasks = read_tasks(TASKS).to_dicts()
     demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
     chats = demo_chats(tasks, demos)
@@ -81,20 +75,16 @@ def build_tiny(p: ModelParams) -> None:
         "vocab_size": len(tokenizer),
         "parameters": sum(q.numel() for q in model.parameters()),
     }
-    live_dir = REPORT.with_name(f".{REPORT.name}.tmp-{os.getpid()}")
-    try:
+    with live_report(REPORT) as live_dir:
         model, state, summary = train_sft(model, train, holdout, p, tokenizer.pad_token_id, live_dir)
         if model is None:  # not the main process: it only took part in training
             return
-        with stage_output(OUT, "base_model", {"model": p}, [TASKS, DEMOS], p.seed) as out:
+        with stage_output(OUT, "base_model", {"model": p}, [TASKS, DEMOS], p.seed, started=started) as out:
             save_checkpoint(model, tokenizer, out.dir, state_dict=state)
             config = {"model": p.model_dump(mode="json"), "data": data, "sft": summary}
             write_json(out.dir / "training_config.json", config)  # as nanoGPT keeps it with the weights
         metrics = json.loads((live_dir / "metrics.json").read_text())
         write_json(live_dir / "metrics.json", {**metrics, "data": data})
-        replace_report(live_dir)
-    finally:
-        shutil.rmtree(live_dir, ignore_errors=True)
     print(json.dumps({"data": data, "sft": summary}, indent=2))
 
 
@@ -102,17 +92,10 @@ def adopt_local(p: ModelParams) -> None:
     source = local_checkpoint(p.base)
     with stage_output(OUT, "base_model", {"model": p}, [source], p.seed) as out:
         how = link_or_copy_tree(source, out.dir)
-    report = REPORT.with_name(f".{REPORT.name}.tmp-{os.getpid()}")
-    report.mkdir(parents=True)
-    write_json(report / "metrics.json", {"base": str(source), "files": how, "trained": False})
-    replace_report(report)
+    with live_report(REPORT) as report:
+        report.mkdir()
+        write_json(report / "metrics.json", {"base": str(source), "files": how, "trained": False})
     print(f"models/base: {source} ({how})")
-
-
-def replace_report(new: Path) -> None:
-    """Put the finished report in place: after a kill there is the whole report or none."""
-    shutil.rmtree(REPORT, ignore_errors=True)
-    os.replace(new, REPORT)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 """Stages `evaluate@<method>` and `evaluate_model@<method>`: a method's policy on the test tasks.
 
 `python -m stages.evaluate METHOD` evaluates the agent `agents.METHOD` (scripted, no_ask, or a
-served model); `python -m stages.evaluate --model METHOD` evaluates the checkpoint
-`evaluate.models.METHOD` (a stage output such as models/base), generating as `evaluate.policy` says.
-Both read params `evaluate`, `simulator`, `episodes`, `sandbox` and write `data/evaluations/<METHOD>/`
-(`trajectories.parquet`, `manifest.json`) and `reports/backend/<METHOD>/metrics.json`
-(`tests_passed`, `success_rate`, mean turns, protocol compliance, failures). Resumable.
+served model) once: `data/evaluations/<METHOD>/trajectories.parquet`.
+`python -m stages.evaluate --model METHOD` evaluates the checkpoint `evaluate.models.METHOD` (a stage
+output: models/base, or a trained policy with one checkpoint per seed) once per seed of `seeds`,
+generating as `evaluate.policy` says: `data/evaluations/<METHOD>/trajectories-seed<k>.parquet`.
+Both read params `evaluate`, `simulator`, `episodes`, `sandbox` and write
+`reports/backend/<METHOD>/metrics.json` (`tests_passed`, `success_rate`, mean turns, protocol
+compliance, failures; for checkpoints the means over seeds, their spread and each seed's own).
+Resumable.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import json
 
 from sweetflow.errors import InputError, run_stage
 from sweetflow.params import load_params
-from sweetflow.rollout import episode_stage
+from sweetflow.rollout import checkpoint_evaluation_stage, episode_stage
 
 
 def main() -> None:
@@ -27,18 +30,14 @@ def main() -> None:
     if args.model:
         if args.method not in params.evaluate.models:
             raise InputError(f"params.yaml: evaluate.models: no method {args.method!r}; defined: {sorted(params.evaluate.models)}")
-        checkpoint = params.evaluate.models[args.method]
-        agent, agent_section = params.evaluate.policy.model_copy(update={"checkpoint": checkpoint}), None
-        stage = f"evaluate_model@{args.method}"
+        metrics = checkpoint_evaluation_stage(params, args.method)
     else:
         if args.method not in params.agents:
             raise InputError(f"params.yaml: agents: no agent named {args.method!r}; defined: {sorted(params.agents)}")
-        agent, agent_section = params.agents[args.method], f"agents.{args.method}"
-        stage = f"evaluate@{args.method}"
-    metrics = episode_stage(
-        params, stage, "evaluate", agent, agent_section, "data/tasks/test.parquet",
-        f"data/evaluations/{args.method}", f"reports/backend/{args.method}/metrics.json",
-    )
+        metrics = episode_stage(
+            params, f"evaluate@{args.method}", "evaluate", params.agents[args.method], f"agents.{args.method}",
+            "data/tasks/test.parquet", f"data/evaluations/{args.method}", f"reports/backend/{args.method}/metrics.json",
+        )
     print(json.dumps(metrics, indent=2))
 
 

@@ -80,6 +80,11 @@ def read_manifest(artifact: Path | str) -> dict:
     return json.loads((Path(artifact) / MANIFEST).read_text())
 
 
+def _plain(value: BaseModel | object) -> object:
+    """A params section as JSON data: a validated model, or a top-level value such as `seeds`."""
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+
+
 def write_json(path: Path, obj: object) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
@@ -96,17 +101,19 @@ class StageOutput:
 def stage_output(
     out: Path | str,
     stage: str,
-    params: dict[str, BaseModel],
+    params: dict[str, BaseModel | object],
     inputs: list[Path | str] = (),
     seed: int | None = None,
     metrics: Path | str | None = None,
+    started: float | None = None,
 ) -> Iterator[StageOutput]:
     """Yield a StageOutput whose temporary `dir` replaces `out`, with a manifest, on success.
 
     `params` maps each params.yaml section the stage reads to its validated model; `inputs` are the
     data files and directories it reads. With `metrics`, the filled `metrics` dict is written to
     that JSON file too: it lives apart from `out` so that DVC can declare it a metrics file
-    (`cache: false`, committed to git); the manifest records its hash.
+    (`cache: false`, committed to git); the manifest records its hash. `started` (a `time.time()`)
+    is for stages that do their work, such as training, before they open their output.
 
     On an exception the temporary directory is removed and what was at `out` stays as it was.
     """
@@ -115,7 +122,7 @@ def stage_output(
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    started = time.time()
+    started = time.time() if started is None else started
     input_hashes = {Path(p).as_posix(): content_hash(p) for p in inputs}
     result = StageOutput(tmp)
     try:
@@ -132,7 +139,7 @@ def stage_output(
             "output": out.as_posix(),
             "output_hash": content_hash(tmp),
             "metrics": metrics_files,
-            "params": {section: model.model_dump(mode="json") for section, model in params.items()},
+            "params": {section: _plain(value) for section, value in params.items()},
             "inputs": input_hashes,
             "code": code_version(),
             "packages": package_versions(),
@@ -150,13 +157,13 @@ def stage_output(
             Path(metrics).with_name(f".{Path(metrics).name}.tmp-{os.getpid()}").unlink(missing_ok=True)
 
 
-def checkpoint_path(stage: str, params: dict[str, BaseModel], inputs: list[Path | str]) -> Path:
+def checkpoint_path(stage: str, params: dict[str, BaseModel | object], inputs: list[Path | str]) -> Path:
     """Where a stage keeps work in progress for resuming. Outside its declared outputs (DVC deletes
     those before rerunning a stage) and named by everything that decides the work, so a changed
     configuration never resumes from another one's episodes."""
     key = json.dumps(
         {
-            "params": {name: model.model_dump(mode="json") for name, model in params.items()},
+            "params": {name: _plain(value) for name, value in params.items()},
             "inputs": {Path(p).as_posix(): content_hash(p) for p in inputs},
         },
         sort_keys=True,

@@ -62,13 +62,21 @@ def _relative(path: str, root: Path) -> str:
 def snakemake_inputs(spec: StageSpec, produced: set[str]) -> list[str]:
     """Inputs as Snakemake should see them.
 
-    A source directory's mtime doesn't change when a file inside it is edited, so it is expanded to
-    its files; a directory another stage produces stays whole, to match that stage's output.
+    A directory another stage produces stays whole, to match that stage's output. A directory that
+    holds other stages' outputs (the report reads `reports/backend`, where every evaluation writes
+    its metrics) becomes those outputs: DVC links a dependency to every output inside it, Snakemake
+    only to outputs named exactly. A source directory's mtime doesn't change when a file inside it
+    is edited, so it is expanded to its files.
     """
     inputs = []
     for dep in spec.deps:
         path = Path(dep)
-        if dep not in produced and path.is_dir():
+        inside = sorted(out for out in produced if Path(out).is_relative_to(path) and out != dep)
+        if dep in produced:
+            inputs.append(dep)
+        elif inside:
+            inputs.extend(inside)
+        elif path.is_dir():
             inputs.extend(sorted(p.as_posix() for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts))
         else:
             inputs.append(dep)

@@ -83,7 +83,7 @@ def _visit(artifact: Path, root: Path, params: BaseModel | None, seen: dict[Path
             node.problems.append(f"{metrics}: differs from what stage {stage!r} wrote (edited by hand?)")
     for section, recorded in (manifest.get("params") or {}).items():
         current = section_of(params, section) if params is not None else None
-        if current is not None and current.model_dump(mode="json") != recorded:
+        if current is not None and current != recorded:
             node.problems.append(f"{rel}: params.yaml section {section!r} changed since {stage!r} ran (stale)")
     for dep, recorded_hash in manifest.get("inputs", {}).items():
         dep_path = root / dep

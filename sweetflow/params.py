@@ -158,7 +158,25 @@ class LoraParams(Section):
     )
 
 
-class ModelParams(Section):
+class TrainerParams(Section):
+    """How a model is trained: the knobs every training stage shares (accelerate runs them all)."""
+
+    seed: int = Field(0, description="Seed of initialisation, data order and dropout.")
+    threads: int = Field(
+        1, ge=0, description="Torch CPU threads for training; 0: torch's default. 1 is fastest on a busy 2-core machine."
+    )
+    epochs: int = Field(1, ge=0, description="Passes over the training data.")
+    learning_rate: float = Field(3e-3, gt=0, description="Peak learning rate (linear warm-up, cosine decay).")
+    batch_size: int = Field(8, ge=1, description="Examples (SFT) or pairs (preference losses) per optimiser step, per device.")
+    precision: Literal["no", "bf16", "fp16"] = Field("no", description="Mixed precision, as accelerate names it.")
+    gradient_checkpointing: bool = Field(False, description="Recompute activations to save memory (large models).")
+    lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights (large models).")
+    accelerate_config: str | None = Field(
+        None, description="An accelerate config file (DeepSpeed ZeRO-3, FSDP) for `accelerate launch` on GPUs."
+    )
+
+
+class ModelParams(TrainerParams):
     """The base policy (stage `base_model`): the embedded tiny model, or a local checkpoint."""
 
     base: str = Field(
@@ -166,24 +184,90 @@ class ModelParams(Section):
         description="'tiny': build a tokenizer and a small Llama here and warm-start it by SFT on demonstrations; "
         "otherwise the path of a local Hugging Face checkpoint (e.g. Llama-3.1-8B-Instruct), used as is.",
     )
-    seed: int = Field(0, description="Seed of initialisation, data order and dropout.")
-    threads: int = Field(
-        1, ge=0, description="Torch CPU threads for training; 0: torch's default. 1 is fastest on a busy 2-core machine."
-    )
     vocab_size: int = Field(512, ge=64, description="Tiny: byte-level BPE vocabulary size.")
     hidden_size: int = Field(128, ge=16, description="Tiny: model width.")
     layers: int = Field(2, ge=1, description="Tiny: transformer blocks.")
     heads: int = Field(4, ge=1, description="Tiny: attention heads.")
     max_length: int = Field(512, ge=64, description="Tiny: context length; longer SFT examples are cut.")
-    sft_epochs: int = Field(10, ge=0, description="Tiny: epochs of SFT on the demonstrations (0: random weights).")
-    learning_rate: float = Field(3e-3, gt=0, description="SFT learning rate.")
-    batch_size: int = Field(8, ge=1, description="SFT examples per optimiser step (per device).")
-    precision: Literal["no", "bf16", "fp16"] = Field("no", description="Mixed precision, as accelerate names it.")
-    gradient_checkpointing: bool = Field(False, description="Recompute activations to save memory (large models).")
-    lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights (large models).")
-    accelerate_config: str | None = Field(
-        None, description="An accelerate config file (DeepSpeed ZeRO-3, FSDP) for `accelerate launch` on GPUs."
+    epochs: int = Field(10, ge=0, description="Tiny: epochs of SFT on the demonstrations (0: random weights).")
+
+
+class PreferenceParams(Section):
+    """The preference loss (sweetflow.preference): −log σ(β (s⁺ − s⁻)) + nll_coef · NLL(chosen)."""
+
+    beta: float = Field(0.1, gt=0, description="β of the Bradley–Terry / DPO loss (paper: 0.1).")
+    length_normalize: bool = Field(
+        True, description="Divide each segment's log-ratio by its token count (the critic's A(o_t, a_t, c); paper: on)."
     )
+    nll_coef: float = Field(0.0, ge=0, description="Weight of the NLL term on chosen responses (paper's policy: 0.01).")
+
+
+class CriticParams(TrainerParams, PreferenceParams):
+    """A SWEET-RL critic (stage `critic@<name>`, DESIGN.md §2 step 3): the base model, trained with
+    the preference loss on trajectory pairs, one segment per agent turn."""
+
+    training_info: bool = Field(
+        True,
+        description="Prefix the critic's input with the training-time information (the reference solution); "
+        "false is the paper's ablation 'without training-time information'.",
+    )
+    per_turn: bool = Field(
+        True,
+        description="Normalise each agent turn by its own length and sum over turns (the paper's formula); false: "
+        "one segment per trajectory, normalised by all its agent tokens (the official code's variant).",
+    )
+    epochs: int = Field(4, ge=0, description="Passes over the trajectory pairs (paper, backend: 4).")
+
+
+class CandidatesParams(Section):
+    """Fresh actions from the base policy on sampled turn states (stage `candidates`, §2 step 4)."""
+
+    share: float = Field(0.1, gt=0, le=1, description="Share of the offline turn states that get candidates (paper: 10%).")
+    n: int = Field(16, ge=2, description="Candidate actions per state (paper: 16).")
+    seed: int = Field(0, description="Seed of the state sample and of the candidates' sampling.")
+    policy: AgentParams = Field(
+        default_factory=lambda: AgentParams(backend="transformers", checkpoint="models/base"),
+        description="The sampling policy (paper: the base model at temperature 1.0); it must return log-probs.",
+    )
+
+
+class RankParams(Section):
+    """The critic's scores of the candidates (stage `rank@<critic>`, §2 step 5)."""
+
+    baseline: Literal["reference", "sampling"] = Field(
+        "reference",
+        description="'reference': A = mean log π_critic − mean log π_ref, both with the training-time information "
+        "(the paper); 'sampling': minus the sampling policy's own mean log-prob, recorded without it (official code).",
+    )
+    batch_size: int = Field(16, ge=1, description="Sequences per forward pass.")
+
+
+class StepPairsParams(Section):
+    """Step-level pairs from ranked candidates (stage `step_pairs@<critic>`, §2 step 6)."""
+
+    num_pairs: int = Field(4, ge=1, description="Pairs drawn per state: chosen from the top half, rejected from the bottom (official: 4).")
+    seed: int = Field(0, description="Seed of the draws.")
+
+
+class PolicyParams(TrainerParams, PreferenceParams):
+    """One trained policy (stage `policy@<name>`), initialised from the base model, one checkpoint per seed."""
+
+    method: Literal["rft", "mtdpo", "sweet"] = Field(
+        ...,
+        description="'rft': SFT on the successful offline trajectories; 'mtdpo': DPO on the trajectory pairs, "
+        "policy's view; 'sweet': DPO on the step pairs ranked by `critic`, with an NLL term.",
+    )
+    critic: str | None = Field(None, description="Method 'sweet': the critic (a key of `critics`) whose step pairs to learn from.")
+    length_normalize: bool = Field(False, description="Preference methods: normalise log-ratios by length (paper: off for the policy).")
+    min_reward: float = Field(1.0, description="Method 'rft': trajectories with at least this reward are kept (ColBench success: 1).")
+
+    @model_validator(mode="after")
+    def _sweet_needs_critic(self) -> "PolicyParams":
+        if self.method == "sweet" and not self.critic:
+            raise ValueError("method 'sweet' needs `critic` (the name of a critic under `critics`)")
+        if self.method != "sweet" and self.critic:
+            raise ValueError(f"method {self.method!r} uses no critic; remove `critic`")
+        return self
 
 
 class EpisodeParams(Section):
@@ -232,7 +316,9 @@ class EvaluateParams(Section):
         description="How the checkpoints of `models` generate; each method's checkpoint fills in `checkpoint`.",
     )
     samples_per_task: int = Field(1, ge=1, description="Episodes per test task.")
-    seed: int = Field(0, description="Seed of the episodes' sampling.")
+    seed: int = Field(
+        0, description="Seed of the episodes' sampling; a checkpoint's evaluation for each of `seeds` adds that seed to it."
+    )
 
 
 class Params(Section):
@@ -254,14 +340,38 @@ class Params(Section):
     rollout: RolloutParams = Field(
         default_factory=RolloutParams, description="Offline data of SWEET-RL step 1 (stage `rollout`)."
     )
+    critics: dict[str, CriticParams] = Field(
+        default_factory=lambda: {"with_info": CriticParams(), "no_info": CriticParams(training_info=False)},
+        description="SWEET-RL critics, one stage `critic@<name>` each (with and without training-time information).",
+    )
+    candidates: CandidatesParams = Field(default_factory=CandidatesParams, description=CandidatesParams.__doc__)
+    rank: RankParams = Field(default_factory=RankParams, description=RankParams.__doc__)
+    step_pairs: StepPairsParams = Field(default_factory=StepPairsParams, description=StepPairsParams.__doc__)
+    policies: dict[str, PolicyParams] = Field(
+        default_factory=lambda: {
+            "rft": PolicyParams(method="rft", epochs=4),
+            "mtdpo": PolicyParams(method="mtdpo", epochs=4),
+            "sweet": PolicyParams(method="sweet", critic="with_info", nll_coef=0.01),
+        },
+        description="Trained policies, one stage `policy@<name>` each (SWEET-RL and its baselines).",
+    )
+    seeds: list[int] = Field(
+        [0, 1, 2], min_length=1,
+        description="Each trained policy is trained, and each checkpoint evaluated, once per seed; reports give the mean and spread.",
+    )  # fmt: skip
     evaluate: EvaluateParams = Field(default_factory=EvaluateParams, description=EvaluateParams.__doc__)
 
     @model_validator(mode="after")
-    def _agents_exist(self) -> "Params":
+    def _names_exist(self) -> "Params":
         used = [("demos.agent", self.demos.agent), ("rollout.agent", self.rollout.agent)]
         for where, name in used + [("evaluate.methods", m) for m in self.evaluate.methods]:
             if name not in self.agents:
                 raise ValueError(f"{where}: no agent named {name!r}; defined agents: {sorted(self.agents)}")
+        for name, policy in self.policies.items():
+            if policy.critic and policy.critic not in self.critics:
+                raise ValueError(f"policies.{name}.critic: no critic named {policy.critic!r}; defined: {sorted(self.critics)}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds: each seed once; got {self.seeds}")
         return self
 
 
@@ -291,12 +401,13 @@ def load_params(path: Path | str = PARAMS_FILE) -> Params:
         raise ParamsError(f"{path}: invalid parameters:\n  {problems}") from None
 
 
-def section_of(params: BaseModel, dotted: str) -> BaseModel | None:
-    """The model at a dotted section name such as "agents.expert", or None if there is none."""
+def section_of(params: BaseModel, dotted: str) -> object | None:
+    """The value at a dotted section name such as "agents.expert" (a model) or "seeds" (a list),
+    as JSON data; None if there is none."""
     node: object = params
     for part in dotted.split("."):
         node = node.get(part) if isinstance(node, dict) else getattr(node, part, None)
-    return node if isinstance(node, BaseModel) else None
+    return node.model_dump(mode="json") if isinstance(node, BaseModel) else node
 
 
 def describe_params(model: BaseModel, prefix: str = "") -> list[tuple[str, object, str]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import statistics
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -21,7 +22,7 @@ from tqdm import tqdm
 
 from sweetflow.agents import Agent, make_agent
 from sweetflow.artifacts import checkpoint_path, stage_output
-from sweetflow.errors import StageFailed
+from sweetflow.errors import InputError, StageFailed
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, EpisodeView, Message, final_answer
 from sweetflow.params import AgentParams, EpisodeParams, Params
 from sweetflow.sandbox import Sandbox
@@ -288,4 +289,60 @@ def episode_stage(
         frame.write_parquet(out.dir / "trajectories.parquet")
         out.metrics.update(summarize_episodes(frame))
     checkpoint.unlink(missing_ok=True)
+    return out.metrics
+
+
+def checkpoint_for_seed(directory: Path | str, seed: int) -> Path:
+    """The checkpoint a method evaluates for `seed`: `directory` itself when it is one (the base
+    policy: every seed samples from it), else its per-seed checkpoint `seed<k>/` (a trained policy)."""
+    directory = Path(directory)
+    if (directory / "config.json").is_file():
+        return directory
+    per_seed = directory / f"seed{seed}"
+    if (per_seed / "config.json").is_file():
+        return per_seed
+    raise InputError(f"{directory}: neither a checkpoint nor a directory with a checkpoint {per_seed.name}/")
+
+
+def over_seeds(per_seed: dict[int, dict]) -> dict:
+    """One method's metrics over its seeds: each metric's mean, the sample standard deviation of
+    tests_passed and success_rate (0 for one seed), counts summed, and every seed's own metrics."""
+    runs = list(per_seed.values())
+    out = {}
+    for key in runs[0]:
+        values = [run[key] for run in runs]
+        out[key] = sum(values) if key in ("count", "failures") else sum(values) / len(values)
+    for key in ("tests_passed", "success_rate"):
+        out[f"{key}_std"] = statistics.stdev(run[key] for run in runs) if len(runs) > 1 else 0.0
+    out["seeds"] = {str(seed): run for seed, run in per_seed.items()}
+    return out
+
+
+def checkpoint_evaluation_stage(params: Params, method: str) -> dict:
+    """Stage `evaluate_model@<method>`: the checkpoint(s) `evaluate.models[method]` on the test
+    tasks, once per seed of `seeds` (episode seed = evaluate.seed + seed), generating as
+    `evaluate.policy` says. Writes `data/evaluations/<method>/trajectories-seed<k>.parquet` and
+    `reports/backend/<method>/metrics.json` (`over_seeds`). Each seed resumes on its own."""
+    p, tasks = params.evaluate, "data/tasks/test.parquet"
+    directory = p.models[method]
+    stage = f"evaluate_model@{method}"
+    sections = {
+        "evaluate.policy": p.policy, "evaluate.samples_per_task": p.samples_per_task, "evaluate.seed": p.seed,
+        "seeds": params.seeds, "simulator": params.simulator, "episodes": params.episodes, "sandbox": params.sandbox,
+    }  # fmt: skip
+    checkpoints = {seed: checkpoint_for_seed(directory, seed) for seed in params.seeds}
+    inputs = [tasks, *dict.fromkeys(checkpoints.values())]
+    task_rows = read_tasks(tasks).to_dicts()
+    per_seed = {}
+    with stage_output(f"data/evaluations/{method}", stage, sections, inputs, p.seed,
+                      f"reports/backend/{method}/metrics.json") as out:  # fmt: skip
+        for seed, checkpoint in checkpoints.items():
+            agent = make_agent(p.policy.model_copy(update={"checkpoint": str(checkpoint)}))
+            progress = checkpoint_path(f"{stage}-seed{seed}", sections, [tasks, checkpoint])
+            frame = collect(task_rows, agent, params, p.samples_per_task, p.seed + seed, progress, f"{stage} seed {seed}")
+            frame.write_parquet(out.dir / f"trajectories-seed{seed}.parquet")
+            per_seed[seed] = summarize_episodes(frame)
+        out.metrics.update(over_seeds(per_seed))
+    for seed, checkpoint in checkpoints.items():
+        checkpoint_path(f"{stage}-seed{seed}", sections, [tasks, checkpoint]).unlink(missing_ok=True)
     return out.metrics

@@ -7,7 +7,6 @@ nondeterminism), answers once each, all in the sandbox.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 

@@ -23,7 +23,7 @@ SMALL_PARAMS = {
     "sandbox": {"workers": 2},
     "rollout": {"samples_per_task": 2},
     # A model small enough to train and sample in seconds; the pipeline's wiring is what is tested.
-    "model": {"vocab_size": 300, "hidden_size": 32, "heads": 2, "sft_epochs": 1, "precision": "no"},
+    "model": {"vocab_size": 300, "hidden_size": 32, "heads": 2, "epochs": 1, "precision": "no"},
     "evaluate": {"policy": {"backend": "transformers", "max_new_tokens": 48}},
     "episodes": {"max_failure_share": 1.0},
 }

@@ -170,7 +170,8 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def build_tiny_checkpoint(dest: Path, texts: list[str] = CORPUS, vocab_size: int = 384) -> Path:
     """A tiny, untrained Llama checkpoint (random weights: it talks nonsense, fast)."""
-    from sweetflow.models.tiny import build_model, save_checkpoint, train_tokenizer
+    from sweetflow.models.checkpoint import save_checkpoint
+    from sweetflow.models.tiny import build_model, train_tokenizer
 
     tokenizer = train_tokenizer(texts, vocab_size=vocab_size)
     return save_checkpoint(build_model(tokenizer, seed=0), tokenizer, dest)

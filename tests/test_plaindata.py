@@ -7,11 +7,10 @@ import collections
 import datetime as dt
 import decimal
 import json
-from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from sweetflow import plaindata

@@ -8,7 +8,6 @@ as a status or call error; every test compares against the expected output `1`.
 from __future__ import annotations
 
 import ctypes
-import decimal
 import os
 import socket
 import tempfile

@@ -9,7 +9,6 @@ an ordinary Hugging Face checkpoint directory, so every consumer (in-process gen
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
@@ -134,23 +133,3 @@ def build_model(
         top_p=1.0,
     )
     return model
-
-
-def save_checkpoint(
-    model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, path: str | Path, state_dict: dict | None = None
-) -> Path:
-    """Write `model` and `tokenizer` as one Hugging Face checkpoint directory and return its path.
-
-    `state_dict`, when given, is written instead of the model's own: after sharded training
-    (ZeRO-3, FSDP) only the gathered one holds the whole weights.
-
-    The directory holds config.json, generation_config.json, model.safetensors and the tokenizer
-    files with the chat template, and loads with `AutoModelForCausalLM.from_pretrained(path)` /
-    `AutoTokenizer.from_pretrained(path)` offline. Writing atomically (temporary directory, then
-    rename) is the calling stage's business, as for every other output.
-    """
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path, state_dict=state_dict)
-    tokenizer.save_pretrained(path)
-    return path

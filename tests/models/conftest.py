@@ -24,7 +24,7 @@ from tests.conftest import run
 
 # Small enough for seconds of training; max_length fits a whole dialogue at this vocabulary size.
 TINY = {"vocab_size": 384, "hidden_size": 64, "layers": 2, "heads": 4, "max_length": 1536,
-        "sft_epochs": 2, "batch_size": 4, "learning_rate": 0.005}  # fmt: skip
+        "epochs": 2, "batch_size": 4, "learning_rate": 0.005}  # fmt: skip
 
 
 @dataclass

@@ -36,7 +36,7 @@ def data(corpus):
 
 
 def params(**kw) -> ModelParams:
-    return ModelParams(**{"hidden_size": 64, "sft_epochs": 1, "batch_size": 4, "learning_rate": 5e-3, **kw})
+    return ModelParams(**{"hidden_size": 64, "epochs": 1, "batch_size": 4, "learning_rate": 5e-3, **kw})
 
 
 def train(data, tmp_path, p: ModelParams, n: int = 8):
@@ -47,7 +47,7 @@ def train(data, tmp_path, p: ModelParams, n: int = 8):
 
 
 def test_sft_lowers_the_loss_on_its_data_and_is_deterministic(data, tmp_path):
-    p = params(sft_epochs=3)
+    p = params(epochs=3)
     model, state, summary = train(data, tmp_path / "a", p)
     assert summary["steps"] == 6 and summary["tokens_per_s"] > 0
     assert summary["eval_loss_final"] < summary["eval_loss_initial"] - 0.5

@@ -1,0 +1,398 @@
+"""The final report: the paper's Table 2 rebuilt from our evaluations, a check of the paper's
+ordering, and plots of the methods and of the training curves.
+
+Every input may be missing (stages not run yet); a missing method becomes a "not run" row and a
+missing curve a missing line, so the report can be written at any point of the pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import matplotlib.style
+from matplotlib.figure import Figure
+
+from sweetflow.errors import InputError
+
+# Rows of Table 2 in the paper's order; trained methods not listed here go after these.
+TRAINED = {
+    "zero_shot": "Zero-shot",
+    "rft": "Rejection fine-tuning",
+    "mtdpo": "Multi-turn DPO",
+    "sweet": "SWEET-RL",
+}
+SCRIPTED = {
+    "expert": "Expert (scripted, upper bound)",
+    "no_ask": "No questions (scripted, lower bound)",
+}
+LABELS = {**TRAINED, "sweet_no_info": "SWEET-RL without training-time information", **SCRIPTED}
+# Paper (arXiv 2503.15478), Llama-3.1-8B on the official ColBench backend: (% tests passed, % success).
+PAPER = {
+    "zero_shot": (34.2, 22.4),
+    "rft": (40.9, 28.2),
+    "mtdpo": (48.0, 34.4),
+    "sweet": (56.8, 40.4),
+    "sweet_no_info": (44.0, 31.2),
+}
+PAPER_GPT4O = (54.6, 40.4)
+# The reference solutions scored against their own tests: a check of the benchmark, not a method.
+REFERENCE = "reference"
+NOT_RUN = "not run"
+DPI = 100
+
+
+@dataclass(frozen=True)
+class Row:
+    """One method of the table; means and stds are fractions, stds None for a single run."""
+
+    method: str
+    label: str
+    ran: bool
+    tests_passed: float | None = None
+    tests_passed_std: float | None = None
+    success: float | None = None
+    success_std: float | None = None
+    n_seeds: int = 0
+    paper: tuple[float, float] | None = None
+
+
+# --- reading ----------------------------------------------------------------------------------------
+
+
+def read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _number(data: dict, key: str, path: Path) -> float:
+    if key not in data:
+        raise InputError(f"{path}: field {key!r} is missing")
+    value = data[key]
+    # bool is an int subclass; a true/false here is a bug upstream, not a rate.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{path}: field {key!r} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def method_row(method: str, data: dict, path: Path) -> Row:
+    """A Row from one metrics.json: a single run, or a checkpoint's means over seeds (has "seeds")."""
+    tests, success = _number(data, "tests_passed", path), _number(data, "success_rate", path)
+    if "seeds" not in data:
+        return Row(method, label(method), True, tests, None, success, None, 1, PAPER.get(method))
+    if not isinstance(data["seeds"], dict) or not data["seeds"]:
+        raise InputError(f"{path}: field 'seeds' must be a non-empty mapping of seed to metrics")
+    return Row(
+        method, label(method), True,
+        tests, _number(data, "tests_passed_std", path),
+        success, _number(data, "success_rate_std", path),
+        len(data["seeds"]), PAPER.get(method),
+    )  # fmt: skip
+
+
+def label(method: str) -> str:
+    return LABELS.get(method, method)
+
+
+def read_methods(backend: Path) -> dict[str, Row]:
+    """Every `<backend>/<method>/metrics.json` present, by method name."""
+    if not backend.is_dir():
+        return {}
+    return {
+        d.name: method_row(d.name, read_json(d / "metrics.json"), d / "metrics.json")
+        for d in sorted(backend.iterdir())
+        if (d / "metrics.json").is_file()
+    }
+
+
+def table_rows(methods: dict[str, Row]) -> list[Row]:
+    """Table 2's rows: the paper's methods (present or not), other trained methods, the scripted
+    bounds (present or not), then any other single-run agent; the reference is left out."""
+    others = sorted(m for m in methods if m not in TRAINED and m not in SCRIPTED and m != REFERENCE)
+    order = (
+        list(TRAINED)
+        + [m for m in others if methods[m].tests_passed_std is not None]
+        + list(SCRIPTED)
+        + [m for m in others if methods[m].tests_passed_std is None]
+    )
+    return [methods.get(m) or Row(m, label(m), False, paper=PAPER.get(m)) for m in order]
+
+
+def read_critics(critics: Path) -> list[dict]:
+    """The optional numbers of each `<critics>/<name>/metrics.json`: pairs, held-out accuracy,
+    ranking agreement (None where absent)."""
+    if not critics.is_dir():
+        return []
+    rows = []
+    for d in sorted(critics.iterdir()):
+        path = d / "metrics.json"
+        if not path.is_file():
+            continue
+        data = read_json(path)
+        row = {"critic": d.name}
+        for field, key in (("pairs", "pairs"), ("heldout_accuracy", "eval_rewards/accuracies_final"),
+                           ("ranking_agreement", "ranking_agreement")):  # fmt: skip
+            row[field] = _number(data, key, path) if key in data else None
+        rows.append(row)
+    return rows
+
+
+def read_curve(path: Path) -> tuple[list[float], list[float]]:
+    """A DVCLive TSV (`step<TAB>name` header, one row per logged step) as (steps, values)."""
+    lines = path.read_text().splitlines()
+    if not lines or not lines[0].startswith("step\t"):
+        raise InputError(f"{path}: expected a DVCLive TSV with a 'step<TAB><name>' header")
+    steps, values = [], []
+    for i, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            step, value = line.split("\t")[:2]
+            steps.append(float(step))
+            values.append(float(value))
+        except ValueError:
+            raise InputError(f"{path}: line {i}: expected '<step>\\t<value>', got {line!r}") from None
+    return steps, values
+
+
+def find_curves(reports: Path) -> list[tuple[str, list[tuple[str, Path]]]]:
+    """Panels of training curves as (title, [(line label, TSV path)]), only for files present."""
+    panels = []
+
+    def panel(title: str, lines: list[tuple[str, Path]]) -> None:
+        present = [(name, p) for name, p in lines if p.is_file()]
+        if present:
+            panels.append((title, present))
+
+    def train_eval(metrics: Path) -> list[tuple[str, Path]]:
+        return [("train", metrics / "train" / "loss.tsv"), ("eval", metrics / "eval" / "loss.tsv")]
+
+    panel("base policy (SFT)", train_eval(reports / "base_model" / "plots" / "metrics"))
+    for d in _subdirs(reports / "critics"):
+        panel(f"critic {d.name}", train_eval(d / "plots" / "metrics"))
+    for d in _subdirs(reports / "policies"):
+        seeds = [s for s in _subdirs(d / "plots") if s.name.startswith("seed") and s.name[4:].isdigit()]
+        seeds.sort(key=lambda s: int(s.name[4:]))
+        panel(f"policy {d.name}", [(s.name.replace("seed", "seed "), s / "metrics" / "train" / "loss.tsv")
+                                   for s in seeds])  # fmt: skip
+    return panels
+
+
+def _subdirs(path: Path) -> list[Path]:
+    return sorted(d for d in path.iterdir() if d.is_dir()) if path.is_dir() else []
+
+
+# --- the goal check ---------------------------------------------------------------------------------
+
+
+def goal_check(rows: list[Row]) -> dict:
+    """Does SWEET-RL > MT-DPO > RFT ≥ zero-shot hold on mean success, and is the SWEET-RL − MT-DPO
+    gap larger than the seed spread (the larger of the two methods' sample stds of success)?"""
+    ran = {r.method: r for r in rows if r.ran}
+    needed = ["sweet", "mtdpo", "rft", "zero_shot"]
+    missing = [m for m in needed if m not in ran]
+    if missing:
+        return {"made": False, "missing": missing}
+    s = {m: ran[m].success for m in needed}
+    links = [("sweet", "mtdpo", s["sweet"] > s["mtdpo"]), ("mtdpo", "rft", s["mtdpo"] > s["rft"]),
+             ("rft", "zero_shot", s["rft"] >= s["zero_shot"])]  # fmt: skip
+    # A spread needs at least two seeds of both methods; a single run has no std.
+    multi_seed = all(ran[m].n_seeds >= 2 for m in ("sweet", "mtdpo"))
+    spread = max(ran["sweet"].success_std, ran["mtdpo"].success_std) if multi_seed else None
+    gap = s["sweet"] - s["mtdpo"]
+    return {
+        "made": True,
+        "success": s,
+        "ordering_holds": all(ok for _, _, ok in links),
+        "ordering_fails_at": [f"{a} vs {b}" for a, b, ok in links if not ok],
+        "gap": gap,
+        "spread": spread,
+        "gap_exceeds_spread": None if spread is None else gap > spread,
+    }
+
+
+def goal_sentences(check: dict) -> list[str]:
+    if not check["made"]:
+        names = ", ".join(f"{label(m)} (`{m}`)" for m in check["missing"])
+        return [f"The check cannot be made: not run yet: {names}."]
+    s = {m: _pct(v) for m, v in check["success"].items()}
+    chain = f"{s['sweet']}% > {s['mtdpo']}% > {s['rft']}% ≥ {s['zero_shot']}%"
+    if check["ordering_holds"]:
+        ordering = f"SWEET-RL > MT-DPO > RFT ≥ Zero-shot on mean success **holds** ({chain})."
+    else:
+        fails = "; ".join(" vs ".join(label(m) for m in link.split(" vs ")) for link in check["ordering_fails_at"])
+        ordering = f"SWEET-RL > MT-DPO > RFT ≥ Zero-shot on mean success **does not hold** ({chain}; fails at: {fails})."
+    gap = f"The SWEET-RL − MT-DPO gap in mean success is {check['gap'] * 100:.1f} points"
+    if check["spread"] is None:
+        spread = f"{gap}; the seed spread cannot be estimated: SWEET-RL and MT-DPO need at least two seeds each."
+    else:
+        verdict = "**holds**" if check["gap_exceeds_spread"] else "**does not hold**"
+        spread = (f"{gap}; the seed spread, defined as the larger of the two methods' sample standard "
+                  f"deviations of success over seeds, is {check['spread'] * 100:.1f} points: gap > spread {verdict}.")  # fmt: skip
+    return [ordering, spread]
+
+
+# --- markdown -----------------------------------------------------------------------------------------
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:.1f}"
+
+
+def cell(mean: float | None, std: float | None) -> str:
+    """ "mean ± std" in % for a run over seeds, the plain value for a single run."""
+    if mean is None:
+        return NOT_RUN
+    return _pct(mean) if std is None else f"{_pct(mean)} ± {_pct(std)}"
+
+
+def render_markdown(
+    rows: list[Row], check: dict, seeds: list[int], reference: Row | None, critics: list[dict], plots: str
+) -> str:
+    """results.md; `plots` is the directory of the PNGs relative to where the file is read."""
+    counts = sorted({r.n_seeds for r in rows if r.ran and r.tests_passed_std is not None})
+    out = [
+        "# sweetflow results: SWEET-RL on ColBench (backend)",
+        "",
+        (f"Each trained policy is trained, and each checkpoint evaluated, once per seed over "
+         f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} ({', '.join(map(str, seeds))}); "
+         f"the scripted agents run once. Numbers are % of hidden tests passed and % of tasks solved "
+         f"(all tests passed) on the test tasks."),
+        "",
+        "## Table 2 layout",
+        "",
+        "| method | key | tests passed (%) | success (%) | seeds | paper: tests passed (%) | paper: success (%) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        paper = r.paper or ("—", "—")
+        out.append(
+            f"| {r.label} | `{r.method}` | {cell(r.tests_passed, r.tests_passed_std)} | "
+            f"{cell(r.success, r.success_std)} | {r.n_seeds if r.ran else '—'} | {paper[0]} | {paper[1]} |"
+        )
+    out.append("")
+    if counts and [len(seeds)] != counts:
+        out.append(f"Note: params list {len(seeds)} seeds but the evaluated checkpoints have "
+                   f"{', '.join(map(str, counts))}; rerun the pipeline for the current seeds.")  # fmt: skip
+        out.append("")
+    if reference is None:
+        out.append("Reference solutions scored against their own tests (sanity check of the benchmark): not run.")
+    else:
+        out.append(f"Reference solutions scored against their own tests (sanity check of the benchmark, "
+                   f"expected 100%): {_pct(reference.tests_passed)}% tests passed, {_pct(reference.success)}% success.")  # fmt: skip
+    out += [
+        "",
+        (f"The paper's numbers (arXiv 2503.15478, Table 2 and ablations; GPT-4o, collaborative: "
+         f"{PAPER_GPT4O[0]} / {PAPER_GPT4O[1]}) are for Llama-3.1-8B on the official ColBench. They are "
+         f"not comparable with this project's tiny default (a sub-million-parameter policy on procedurally "
+         f"generated tasks); compare the ordering of the methods, not the values."),
+        "",
+        "## Goal check",
+        "",
+        *goal_sentences(check),
+        "",
+    ]
+    if critics:
+        out += [
+            "## Critics",
+            "",
+            "| critic | trajectory pairs | held-out pair accuracy (%) | ranking agreement (%) |",
+            "|---|---|---|---|",
+        ]
+        for c in critics:
+            pairs = "—" if c["pairs"] is None else f"{c['pairs']:.0f}"
+            acc, agree = (("—" if c[k] is None else _pct(c[k])) for k in ("heldout_accuracy", "ranking_agreement"))
+            out.append(f"| `{c['critic']}` | {pairs} | {acc} | {agree} |")
+        out.append("")
+    out += [
+        "## Plots",
+        "",
+        f"![Tests passed and success per method]({plots}/methods.png)",
+        "",
+        f"![Training loss curves]({plots}/training_curves.png)",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def results_data(rows: list[Row], check: dict, seeds: list[int], reference: Row | None, critics: list[dict]) -> dict:
+    """The table as data (results.json)."""
+    return {
+        "seeds": seeds,
+        "rows": [asdict(r) for r in rows],
+        "reference": None if reference is None else asdict(reference),
+        "goal_check": check,
+        "critics": critics,
+        "paper_gpt4o": PAPER_GPT4O,
+    }
+
+
+# --- plots ----------------------------------------------------------------------------------------------
+
+
+def _save(fig: Figure, path: Path) -> None:
+    # No "Software" text chunk (it carries matplotlib's version): the same data gives the same bytes.
+    fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+
+
+def plot_methods(rows: list[Row], path: Path) -> None:
+    """Grouped bars (tests passed, success; %) per method that ran, error bars = std over seeds."""
+    ran = [r for r in rows if r.ran]
+    # The default style, not the user's matplotlibrc, so that the figure is the same everywhere.
+    with matplotlib.style.context("default"):
+        fig = Figure(figsize=(max(6.0, 1.3 * len(ran) + 2), 4.5), dpi=DPI)
+        ax = fig.add_subplot()
+        width = 0.38
+        for k, (name, mean, std) in enumerate((("tests passed", "tests_passed", "tests_passed_std"),
+                                               ("success", "success", "success_std"))):  # fmt: skip
+            xs = [i + (k - 0.5) * width for i in range(len(ran))]
+            ys = [getattr(r, mean) * 100 for r in ran]
+            bars = ax.bar(xs, ys, width, label=name)
+            # Values written on the bars, so that a 0% is seen as measured, not missing.
+            ax.bar_label(bars, fmt="%.1f", fontsize=7, padding=2)
+            # Error bars only for runs over seeds; a single run has no spread to show.
+            spread = [(x, y, getattr(r, std) * 100) for x, y, r in zip(xs, ys, ran) if getattr(r, std) is not None]
+            if spread:
+                ax.errorbar(*zip(*spread), fmt="none", ecolor="black", capsize=3)
+        ax.set_xticks(range(len(ran)), [r.label for r in ran], rotation=25, ha="right", fontsize=8)
+        ax.set_ylim(0, 115)
+        ax.set_ylabel("%")
+        ax.set_title("ColBench backend: tests passed and success per method (mean ± std over seeds)", fontsize=9)
+        if ran:
+            ax.legend(fontsize=8, ncols=2, loc="upper left")
+        else:
+            ax.text(0.5, 0.5, "no method evaluated yet", ha="center", va="center", transform=ax.transAxes)
+        fig.tight_layout()
+        _save(fig, path)
+
+
+def plot_curves(panels: list[tuple[str, list[tuple[str, Path]]]], path: Path) -> None:
+    """A grid of small panels, one per run, the training loss against the step (a line per seed
+    for policies, train and eval for the base policy and critics)."""
+    ncols = max(1, min(3, len(panels)))
+    nrows = max(1, math.ceil(len(panels) / ncols))
+    with matplotlib.style.context("default"):
+        fig = Figure(figsize=(4 * ncols, 3 * nrows), dpi=DPI)
+        if not panels:
+            ax = fig.add_subplot()
+            ax.text(0.5, 0.5, "no training curves yet", ha="center", va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+        for i, (title, lines) in enumerate(panels):
+            ax = fig.add_subplot(nrows, ncols, i + 1)
+            for name, tsv in lines:
+                steps, values = read_curve(tsv)
+                ax.plot(steps, values, label=name, marker="." if len(steps) < 10 else None)
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("step", fontsize=8)
+            ax.set_ylabel("loss", fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        _save(fig, path)
