@@ -71,7 +71,10 @@ def main() -> None:
 
     train, keys, dropped, ref = build(pairs.filter(~pl.col("task_id").is_in(held)))
     if not train.pairs:
-        raise InputError(f"{PAIRS}: no trajectory pair to train the critic on (the rollouts have no task with a success)")
+        raise InputError(
+            f"{PAIRS}: no trajectory pair to train the critic on: {pairs.height} pairs in all, {dropped} longer than the "
+            f"model's context of {context_length(tokenizer, model.config)} tokens (a rollout needs a task with a success)"
+        )
     holdout, _, held_dropped, held_ref = build(pairs.filter(pl.col("task_id").is_in(held)))
     data = {
         "train_pairs": len(train.pairs),
@@ -94,7 +97,8 @@ def main() -> None:
             torch.save({"keys": keys, "sums": ref.sums, "counts": ref.counts}, out.dir / "reference_logps.pt")
             write_json(out.dir / "training_config.json", {"critic": p.model_dump(mode="json"), "data": data, "training": summary})
         metrics = json.loads((live / "metrics.json").read_text())
-        write_json(live / "metrics.json", {**metrics, "data": data})
+        accuracy = summary.get("eval_rewards/accuracies_final")  # DVCLive nests it under its slash
+        write_json(live / "metrics.json", {**metrics, **data, "heldout_accuracy": accuracy})
     print(json.dumps({"data": data, "training": summary}, indent=2))
 
 

@@ -1,6 +1,7 @@
 """Stage `report`: the paper's Table 2 from our evaluations, the goal check and the plots.
 
-Reads params `seeds`, `reports/backend/<method>/metrics.json`, `reports/critics/<name>/metrics.json`
+Reads params `seeds`, `reports/backend/<method>/metrics.json`, `reports/critics/<name>/metrics.json`,
+`reports/critic_check/<name>/metrics.json`
 and the DVCLive training curves under `reports/base_model`, `reports/critics` and
 `reports/policies`, each only where present (a method not evaluated yet is "not run"). Writes
 `reports/summary/` (`results.md`, `results.json`, `methods.png`, `training_curves.png`,
@@ -29,7 +30,7 @@ from sweetflow.report import (
 )
 
 REPORTS = Path("reports")
-INPUTS = [REPORTS / "backend", REPORTS / "base_model", REPORTS / "critics", REPORTS / "policies"]
+INPUTS = [REPORTS / sub for sub in ("backend", "base_model", "critics", "critic_check", "policies")]
 SUMMARY = REPORTS / "summary"
 RESULTS_MD = REPORTS / "results.md"
 
@@ -39,7 +40,7 @@ def main() -> None:
     methods = read_methods(REPORTS / "backend")
     rows = table_rows(methods)
     check = goal_check(rows)
-    critics = read_critics(REPORTS / "critics")
+    critics = read_critics(REPORTS)
     reference = methods.get(REFERENCE)
     with stage_output(SUMMARY, "report", {}, [p for p in INPUTS if p.exists()]) as out:
         (out.dir / "results.md").write_text(render_markdown(rows, check, seeds, reference, critics, plots="."))

@@ -249,6 +249,15 @@ class StepPairsParams(Section):
     seed: int = Field(0, description="Seed of the draws.")
 
 
+class CriticCheckParams(Section):
+    """The critic's quality (stage `critic_check@<critic>`): does the candidate it ranks higher do
+    better when both are played out to the end by the sampling policy?"""
+
+    states: int = Field(40, ge=1, description="Ranked states checked (those with two differently scored candidates).")
+    rollouts: int = Field(2, ge=1, description="Episodes played out from each of the two candidates of a state.")
+    seed: int = Field(0, description="Seed of the state sample and of the episodes.")
+
+
 class PolicyParams(TrainerParams, PreferenceParams):
     """One trained policy (stage `policy@<name>`), initialised from the base model, one checkpoint per seed."""
 
@@ -347,6 +356,7 @@ class Params(Section):
     candidates: CandidatesParams = Field(default_factory=CandidatesParams, description=CandidatesParams.__doc__)
     rank: RankParams = Field(default_factory=RankParams, description=RankParams.__doc__)
     step_pairs: StepPairsParams = Field(default_factory=StepPairsParams, description=StepPairsParams.__doc__)
+    critic_check: CriticCheckParams = Field(default_factory=CriticCheckParams, description=CriticCheckParams.__doc__)
     policies: dict[str, PolicyParams] = Field(
         default_factory=lambda: {
             "rft": PolicyParams(method="rft", epochs=4),

@@ -125,21 +125,22 @@ def table_rows(methods: dict[str, Row]) -> list[Row]:
     return [methods.get(m) or Row(m, label(m), False, paper=PAPER.get(m)) for m in order]
 
 
-def read_critics(critics: Path) -> list[dict]:
-    """The optional numbers of each `<critics>/<name>/metrics.json`: pairs, held-out accuracy,
-    ranking agreement (None where absent)."""
-    if not critics.is_dir():
-        return []
+def read_critics(reports: Path) -> list[dict]:
+    """Per critic, the optional numbers of `<reports>/critics/<name>/metrics.json` (training pairs,
+    held-out pair accuracy) and `<reports>/critic_check/<name>/metrics.json` (ranking agreement);
+    None where absent."""
+    names = sorted({d.name for sub in ("critics", "critic_check") for d in _subdirs(reports / sub)})
     rows = []
-    for d in sorted(critics.iterdir()):
-        path = d / "metrics.json"
-        if not path.is_file():
-            continue
-        data = read_json(path)
-        row = {"critic": d.name}
-        for field, key in (("pairs", "pairs"), ("heldout_accuracy", "eval_rewards/accuracies_final"),
-                           ("ranking_agreement", "ranking_agreement")):  # fmt: skip
-            row[field] = _number(data, key, path) if key in data else None
+    for name in names:
+        row = {"critic": name, "pairs": None, "heldout_accuracy": None, "ranking_agreement": None}
+        for sub, fields in (("critics", (("pairs", "train_pairs"), ("heldout_accuracy", "heldout_accuracy"))),
+                            ("critic_check", (("ranking_agreement", "ranking_agreement"),))):  # fmt: skip
+            path = reports / sub / name / "metrics.json"
+            if path.is_file():
+                data = read_json(path)
+                for field, key in fields:
+                    if data.get(key) is not None:
+                        row[field] = _number(data, key, path)
         rows.append(row)
     return rows
 

@@ -21,12 +21,24 @@ PROJECT_FILES = ("dvc.yaml", "params.yaml", "Snakefile", "pyproject.toml", ".dvc
 SMALL_PARAMS = {
     "tasks": {"n_train": 24, "n_test": 12, "seed": 3},
     "sandbox": {"workers": 2},
-    "rollout": {"samples_per_task": 2},
     # A model small enough to train and sample in seconds; the pipeline's wiring is what is tested.
-    "model": {"vocab_size": 300, "hidden_size": 32, "heads": 2, "epochs": 1, "precision": "no"},
-    "evaluate": {"policy": {"backend": "transformers", "max_new_tokens": 48}},
-    "episodes": {"max_failure_share": 1.0},
-}
+    # The context holds a whole dialogue with the critic's reference at this small vocabulary.
+    "model": {"vocab_size": 300, "hidden_size": 32, "heads": 2, "epochs": 1, "precision": "no", "max_length": 3072},
+    "evaluate": {"policy": {"backend": "transformers", "max_new_tokens": 32}},
+    # An untrained model rarely answers: short episodes keep its evaluations to seconds.
+    "episodes": {"max_failure_share": 1.0, "max_turns": 3},
+    # An untrained model never succeeds, so the offline data comes from a scripted agent that sometimes does.
+    "rollout": {"agent": "half_expert", "samples_per_task": 2},
+    "critics": {"with_info": {"epochs": 1}, "no_info": {"training_info": False, "epochs": 1}},
+    "candidates": {"share": 0.1, "n": 4, "policy": {"backend": "transformers", "checkpoint": "models/base",
+                                                     "max_new_tokens": 32}},
+    "critic_check": {"states": 3, "rollouts": 1},
+    "policies": {name: {**spec, "epochs": 1} for name, spec in {
+        "rft": {"method": "rft"}, "mtdpo": {"method": "mtdpo"},
+        "sweet": {"method": "sweet", "critic": "with_info"}, "sweet_no_info": {"method": "sweet", "critic": "no_info"},
+    }.items()},
+    "seeds": [0, 1],
+}  # fmt: skip
 
 
 def tool_env() -> dict:
@@ -62,7 +74,10 @@ def make_project(dest: Path, params: dict | None = None) -> Path:
         shutil.copy2(ROOT / ".dvc" / name, dest / ".dvc" / name)
     merged = yaml.safe_load((ROOT / "params.yaml").read_text()) or {}
     for section, values in (params or {}).items():
-        merged.setdefault(section, {}).update(values)
+        if isinstance(values, dict):
+            merged.setdefault(section, {}).update(values)
+        else:
+            merged[section] = values
     (dest / "params.yaml").write_text(yaml.safe_dump(merged, sort_keys=False))
     (dest / ".gitignore").write_text(".snakemake/\nlogs/\n__pycache__/\n")
     run(["git", "init", "-q", "-b", "main"], dest)

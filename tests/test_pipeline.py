@@ -22,9 +22,22 @@ DATA_OUTS = (
     "data/evaluations/expert",
     "data/evaluations/no_ask",
     "data/evaluations/zero_shot",
+    "data/candidates",
+    "data/ranked/with_info",
+    "data/step_pairs/with_info",
+    "data/critic_check/with_info",
+    "data/evaluations/sweet",
 )
-# The checkpoint's weights and tokenizer (its training_config.json holds wall times).
-CHECKPOINT_FILES = ("models/base/model.safetensors", "models/base/tokenizer.json")
+# Checkpoints' weights and tokenizers (their training_config.json hold wall times).
+CHECKPOINT_FILES = (
+    "models/base/model.safetensors",
+    "models/base/tokenizer.json",
+    "models/critics/with_info/model.safetensors",
+    "models/critics/no_info/model.safetensors",
+    "models/policies/rft/seed1/model.safetensors",
+    "models/policies/mtdpo/seed0/model.safetensors",
+    "models/policies/sweet/seed1/model.safetensors",
+)
 METRICS = (
     "reports/tasks/metrics.json",
     "reports/backend/reference/metrics.json",
@@ -34,6 +47,14 @@ METRICS = (
     "reports/backend/expert/metrics.json",
     "reports/backend/no_ask/metrics.json",
     "reports/backend/zero_shot/metrics.json",
+    "reports/candidates/metrics.json",
+    "reports/ranked/with_info/metrics.json",
+    "reports/step_pairs/with_info/metrics.json",
+    "reports/critic_check/with_info/metrics.json",
+    "reports/backend/rft/metrics.json",
+    "reports/backend/mtdpo/metrics.json",
+    "reports/backend/sweet/metrics.json",
+    "reports/backend/sweet_no_info/metrics.json",
 )
 
 
@@ -62,6 +83,29 @@ def test_dvc_repro_generates_tasks_and_references_pass(repro_project: Path):
         assert manifest["code"]["git_commit"] and manifest["packages"]["polars"]
     shown = run(["dvc", "metrics", "show", "--json"], repro_project).stdout
     assert all(path in shown for path in METRICS)
+
+
+def test_sweet_rl_chain_trains_every_method_per_seed_and_writes_the_table(repro_project: Path):
+    seeds = SMALL_PARAMS["seeds"]
+    critic = json.loads((repro_project / "reports/critics/with_info/metrics.json").read_text())
+    assert critic["train_pairs"] > 0 and critic["training_info"] is True
+    assert json.loads((repro_project / "reports/critics/no_info/metrics.json").read_text())["training_info"] is False
+    pairs = pl.read_parquet(repro_project / "data/step_pairs/with_info/pairs.parquet")
+    assert pairs.height > 0 and (pairs["chosen_score"] > pairs["rejected_score"]).all()
+    for method in ("rft", "mtdpo", "sweet", "sweet_no_info"):
+        assert sorted(p.name for p in (repro_project / f"models/policies/{method}").glob("seed*")) == [f"seed{k}" for k in seeds]
+        metrics = json.loads((repro_project / f"reports/backend/{method}/metrics.json").read_text())
+        assert sorted(metrics["seeds"]) == [str(k) for k in seeds]
+        assert metrics["success_rate"] == sum(m["success_rate"] for m in metrics["seeds"].values()) / len(seeds)
+        assert 0 <= metrics["tests_passed"] <= 1 and metrics["tests_passed_std"] >= 0
+    results = (repro_project / "reports/results.md").read_text()
+    assert "| SWEET-RL | `sweet` |" in results and "Goal check" in results
+    assert (repro_project / "reports/summary/methods.png").read_bytes().startswith(b"\x89PNG")
+    plots = run(["dvc", "plots", "show", "--json"], repro_project).stdout
+    assert "reports/policies/sweet/plots" in plots and "reports/critics/with_info/plots" in plots
+    lineage = run(["sweetflow", "lineage", "reports/backend/sweet/metrics.json"], repro_project).stdout
+    for ancestor in ("policy@sweet", "step_pairs@with_info", "rank@with_info", "critic@with_info", "candidates", "tasks"):
+        assert ancestor in lineage, ancestor
 
 
 def test_dvc_and_snakemake_produce_identical_artifacts(repro_project: Path, tmp_path: Path):

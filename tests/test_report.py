@@ -211,13 +211,15 @@ def test_malformed_metrics_raise_input_error_naming_file_and_field(project, cont
     assert str(path) in str(err.value) and field in str(err.value)
 
 
-def test_critic_table_from_optional_keys(project):
-    critic = project / "reports" / "critics" / "with_info" / "metrics.json"
-    critic.parent.mkdir(parents=True)
-    critic.write_text(json.dumps({"pairs": 120, "eval_rewards/accuracies_final": 0.75, "ranking_agreement": 0.6}))
-    other = project / "reports" / "critics" / "no_info" / "metrics.json"
-    other.parent.mkdir(parents=True)
-    other.write_text(json.dumps({"pairs": 120}))
+def test_critic_table_joins_training_and_ranking_check(project):
+    def write(sub: str, name: str, data: dict) -> None:
+        path = project / "reports" / sub / name / "metrics.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(data))
+
+    write("critics", "with_info", {"train_pairs": 120, "heldout_accuracy": 0.75})
+    write("critic_check", "with_info", {"ranking_agreement": 0.6, "states": 40})
+    write("critics", "no_info", {"train_pairs": 120, "heldout_accuracy": None})
     markdown = run_stage_in(project)
     assert "| `with_info` | 120 | 75.0 | 60.0 |" in markdown
     assert "| `no_info` | 120 | — | — |" in markdown
