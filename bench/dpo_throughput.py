@@ -29,9 +29,12 @@ of the accelerator and optimiser included); "prep s" the tokenisation (ours: `se
 constructor minus the reference pass). Each run is a forked child process (a clean peak RSS: the
 imports and the initial model are inherited, the rest is the run's own); the runs alternate between
 the trainers and the median of `--repeats` is reported. Prints a table and writes
-bench/results/dpo_throughput.json (about 5 minutes with the defaults on a busy 2-core CPU). Usage:
+bench/results/dpo_throughput.json. About 4 minutes with the defaults on a busy 2-core CPU (6 with
+`--repeats 3`). Usage:
 
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/dpo_throughput.py [--pairs 200] [--repeats 3]
+    .venv/bin/python bench/dpo_throughput.py [--pairs 200] [--repeats 2]
+
+(the script sets HF_HUB_OFFLINE=1 and the other offline switches itself: nothing is downloaded).
 """
 
 from __future__ import annotations
@@ -74,6 +77,11 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def with_response(pair: dict, side: str) -> list[dict]:
+    """The pair's prompt chat followed by its chosen or rejected response."""
+    return pair["prompt"] + [{"role": "assistant", "content": pair[side]}]
 
 
 def peak_rss_mb() -> float:
@@ -142,7 +150,7 @@ def prepare(workdir: Path, n_pairs: int) -> dict:
 
     prompts = [length(pair["prompt"]) for pair in pairs]
     responses = {
-        side: [length(pair["prompt"] + [{"role": "assistant", "content": pair[side]}]) - n for pair, n in zip(pairs, prompts)]
+        side: [length(with_response(pair, side)) - n for pair, n in zip(pairs, prompts)]
         for side in ("chosen", "rejected")
     }  # fmt: skip
     (workdir / "pairs.json").write_text(json.dumps(pairs))
@@ -176,7 +184,9 @@ def run_worker(mode: str, workdir: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=200, help="preference pairs trained on (default: 200)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each trainer; the median is reported (default: 3)")
+    parser.add_argument(
+        "--repeats", type=int, default=2, help="runs of each trainer, alternating; the median is reported (default: 2)"
+    )
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -213,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     for mode, rs in runs.items():
         tokens = {r["tokens"] for r in rs}
         assert len(tokens) == 1, f"{mode}: token counts differ between runs: {tokens}"
-        median = {k: statistics.median(r[k] for r in rs) for k in ("train_s", "ref_s", "prep_s", "peak_rss_mb", "rss_before_mb")}
+        keys = ("train_s", "ref_s", "prep_s", "peak_rss_mb", "rss_before_mb")
+        median = {k: statistics.median(r[k] for r in rs) for k in keys}
         results.append({
             "mode": mode, "trainer": MODES[mode], "tokens": rs[0]["tokens"], "steps": rs[0]["steps"],
             "train_seconds": median["train_s"], "ref_seconds": median["ref_s"], "prep_seconds": median["prep_s"],
@@ -235,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
         f"chosen {lengths['chosen']:.0f}, rejected {lengths['rejected']:.0f}), {s['batch_size']} pairs/step, "
         f"{setup['parameters'] / 1e6:.2f}M parameters, 1 thread, fp32, median of {args.repeats}"
     )
-    columns = ("trainer", "prep s", "ref s", "train s", "tokens/s", "x TRL", "tokens/s incl. ref", "x TRL incl. ref", "peak RSS MiB")
+    columns = ("trainer", "prep s", "ref s", "train s", "tokens/s", "x TRL", "tokens/s incl. ref", "x TRL incl. ref",
+               "peak RSS MiB")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column == "trainer" else "right", no_wrap=column != "trainer")
     for r in results:
@@ -312,8 +324,8 @@ def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute
     started = time.perf_counter()
     sequences = []
     for pair in pairs:
-        for response in (pair["chosen"], pair["rejected"]):
-            sequence = segmented(tokenizer, pair["prompt"] + [{"role": "assistant", "content": response}], "last", s["max_length"])
+        for side in ("chosen", "rejected"):
+            sequence = segmented(tokenizer, with_response(pair, side), "last", s["max_length"])
             if sequence is None:
                 raise ValueError(f"a pair does not fit in max_length={s['max_length']}")
             sequences.append(sequence)
@@ -380,7 +392,8 @@ def run_trl(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute:
     rows = list(zip(tokenized["prompt_ids"], tokenized["chosen_ids"], tokenized["rejected_ids"], strict=True))
     tokens = sum(2 * len(p) + len(c) + len(r) for p, c, r in rows)
     return {
-        "tokens": tokens, "same_sequences_as_ours": same_sequences(tokenizer, pairs, rows, s["max_length"]), "steps": output.global_step, "prep_s": init_s - TimedDPOTrainer.ref_seconds,
+        "tokens": tokens, "same_sequences_as_ours": same_sequences(tokenizer, pairs, rows, s["max_length"]),
+        "steps": output.global_step, "prep_s": init_s - TimedDPOTrainer.ref_seconds,
         "ref_s": TimedDPOTrainer.ref_seconds, "train_s": train_s, "loop_seconds": output.metrics.get("train_runtime"),
         "loss_last_epoch": output.training_loss,
     }  # fmt: skip
@@ -393,7 +406,7 @@ def same_sequences(tokenizer, pairs: list[dict], rows: list[tuple], max_length: 
 
     for pair, (prompt, chosen, rejected) in zip(pairs, rows, strict=True):
         for side, completion in (("chosen", chosen), ("rejected", rejected)):
-            ours = segmented(tokenizer, pair["prompt"] + [{"role": "assistant", "content": pair[side]}], "last", max_length)
+            ours = segmented(tokenizer, with_response(pair, side), "last", max_length)
             if ours.input_ids != prompt + completion or ours.segment_ids != [-1] * len(prompt) + [0] * len(completion):
                 return False
     return True

@@ -109,7 +109,7 @@ def test_a_torn_checkpoint_line_is_ignored(tmp_path):
 
 def test_rollout_killed_mid_run_resumes_without_loss_or_duplicates(tmp_path):
     params = {"tasks": {"n_train": 240, "n_test": 2}, "sandbox": {"workers": 2},
-              "rollout": {"samples_per_task": 3}, "episodes": {"flush_every": 8}}
+              "rollout": {"agent": "half_expert", "samples_per_task": 3}, "episodes": {"flush_every": 8}}
     project = make_project(tmp_path / "p", params)
     run([sys.executable, "-m", "stages.tasks"], project)
     checkpoints = project / ".sweetflow/checkpoints"
