@@ -10,7 +10,7 @@ repro: setup
 	dvc repro
 
 test: setup
-	python -m pytest -n 2 -q
+	python -m pytest -n 2 --dist loadgroup -q
 
 bench: setup
 	python bench/score_throughput.py

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # for the server helpers under tests/
 
 from sweetflow.agents import OpenAIAgent  # noqa: E402
+from sweetflow.domains import sandbox_runtime  # noqa: E402
 from sweetflow.openai_backend import ChatClient  # noqa: E402
 from sweetflow.params import AgentParams, EndpointParams, EpisodeParams  # noqa: E402
 from sweetflow.rollout import Checkpoint, run_episodes  # noqa: E402
@@ -57,8 +58,8 @@ def main() -> None:
                 human = OpenAIHuman(ChatClient(endpoint), max_new_tokens=args.tokens)
                 started = time.perf_counter()
                 records = run_episodes(
-                    tasks, 1, agent, human, sandbox, EpisodeParams(max_turns=args.turns), 0,
-                    Checkpoint(Path(tmp) / f"c{concurrency}.jsonl"), human_concurrency=concurrency,
+                    tasks, 1, agent, sandbox_runtime(human, sandbox, concurrency), EpisodeParams(max_turns=args.turns), 0,
+                    Checkpoint(Path(tmp) / f"c{concurrency}.jsonl"),
                     desc=f"concurrency {concurrency}",
                 )
                 seconds = time.perf_counter() - started

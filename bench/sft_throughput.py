@@ -36,8 +36,8 @@ from torch.utils.data import DataLoader
 
 from sweetflow.models.data import collate, demo_chats, encode_chats, tokenizer_corpus
 from sweetflow.models.sft import train_sft
-from sweetflow.models.training import CLIP_NORM, lr_at
 from sweetflow.models.tiny import build_model, train_tokenizer
+from sweetflow.models.training import CLIP_NORM, lr_at
 from sweetflow.params import ModelParams, load_params
 
 ROOT = Path(__file__).resolve().parent.parent

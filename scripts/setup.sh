@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything the pipeline and its tests need, idempotently: a venv with the project and its
-# Python packages. Re-running is cheap: packages are reinstalled only when pyproject.toml changes.
+# Python packages; Chromium and Tailwind CSS for rendering frontend pages. Re-running is cheap:
+# packages are reinstalled only when pyproject.toml changes, and nothing present is fetched again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,36 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -n
     .venv/bin/python -m pip install --quiet torch==2.13.0
     .venv/bin/python -m pip install --quiet -e '.[dev]'
     touch "$stamp"
+fi
+
+# Frontend pages render on Debian's Chromium (Playwright's own browser download does not work here).
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -q
+        apt-get install -y -q --no-install-recommends chromium
+    else
+        echo "setup: /usr/bin/chromium is missing and we are not root; frontend rendering needs it:" >&2
+        echo "       sudo apt-get install --no-install-recommends chromium" >&2
+    fi
+fi
+
+# Every ColBench page links Tailwind CSS 2.2.19 from a CDN; the renderer serves this copy instead. Only
+# the one file is kept (npm pack, not npm install: no node_modules, package.json or lock file).
+tailwind=vendor/tailwindcss-2.2.19/tailwind.min.css
+tailwind_sha256=b6ad97402eddb903e7a5d7a73ee47a679204efbdda4521a391cbad9df509b932
+if [ ! -f "$tailwind" ]; then
+    if command -v npm >/dev/null; then
+        tmp=$(mktemp -d)
+        (cd "$tmp" && npm pack --silent tailwindcss@2.2.19 >/dev/null)
+        tar -xzf "$tmp/tailwindcss-2.2.19.tgz" -C "$tmp" package/dist/tailwind.min.css
+        echo "$tailwind_sha256  $tmp/package/dist/tailwind.min.css" | sha256sum --check --quiet
+        mkdir -p "$(dirname "$tailwind")"
+        mv "$tmp/package/dist/tailwind.min.css" "$tailwind"
+        rm -rf "$tmp"
+    else
+        echo "setup: npm is missing; frontend rendering needs $tailwind (tailwindcss@2.2.19 dist/tailwind.min.css):" >&2
+        echo "       install npm (apt-get install npm) and re-run scripts/setup.sh" >&2
+    fi
 fi
 
 # DVC records commits; a fresh machine may have no git identity.

@@ -1,8 +1,8 @@
-"""Stage `base_model`: the base policy, as a Hugging Face checkpoint directory.
+"""Stage `base_model@<domain>`: a domain's base policy, as a Hugging Face checkpoint directory.
 
-`python -m stages.base_model` reads params `model` and
-- with `model.base: tiny` (the default): `data/tasks/train.parquet` and
-  `data/demos/trajectories.parquet`. It trains a byte-level BPE tokenizer on the training tasks and
+`python -m stages.base_model DOMAIN` reads params `DOMAIN.model` and
+- with `model.base: tiny` (the default): `data/DOMAIN/tasks/train.parquet` and
+  `data/DOMAIN/demos/trajectories.parquet`. It trains a byte-level BPE tokenizer on the training tasks and
   the demonstrations, builds a small Llama with the chat template, and fine-tunes it on every
   demonstration (loss on the agent's turns; the demonstrations of a few held-out tasks measure the
   validation loss). Every demonstration, not only the successful ones: the demonstrator asks about
@@ -12,24 +12,26 @@
   chat template as they are, hard-linked into the output (copied across filesystems). A hub id is
   an input error: nothing is downloaded.
 
-Writes `models/base/` (the checkpoint, `training_config.json` — the params, data counts and
-training summary that produced it — and `manifest.json`) and `reports/base_model/` (DVCLive:
-`metrics.json`, `plots/metrics/{train,eval}/*.tsv`, `params.yaml`).
+Writes `models/DOMAIN/base/` (the checkpoint, `training_config.json` — the params, data counts and
+training summary that produced it — and `manifest.json`) and `reports/DOMAIN/stages/base_model/`
+(DVCLive: `metrics.json`, `plots/metrics/{train,eval}/*.tsv`).
 
-On GPUs: `accelerate launch --config_file configs/accelerate/zero3.yaml -m stages.base_model`.
+On GPUs: `accelerate launch --config_file configs/accelerate/zero3.yaml -m stages.base_model DOMAIN`.
 With `model.accelerate_config` set, `python -m stages.base_model` (as `dvc repro` runs it) relaunches
 itself that way.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
-from pathlib import Path
 
 import polars as pl
 
+from sweetflow import paths
 from sweetflow.artifacts import stage_output, write_json
+from sweetflow.domains import read_domain_tasks
 from sweetflow.errors import run_stage
 from sweetflow.models.checkpoint import link_or_copy_tree, local_checkpoint, save_checkpoint
 from sweetflow.models.data import demo_chats, encode_chats, split_by_task, tokenizer_corpus
@@ -37,29 +39,28 @@ from sweetflow.models.sft import train_sft
 from sweetflow.models.tiny import build_model, train_tokenizer
 from sweetflow.models.training import live_report, relaunch_under_accelerate, set_threads
 from sweetflow.params import ModelParams, load_params
-from sweetflow.tasks.table import read_tasks
 
-TASKS = "data/tasks/train.parquet"
-DEMOS = "data/demos/trajectories.parquet"
-OUT = Path("models/base")
-REPORT = Path("reports/base_model")
 HOLDOUT_SHARE = 0.05  # of training tasks whose demonstrations only measure the validation loss
 
 
 def main() -> None:
-    p = load_params().model
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("domain", choices=("backend", "frontend"))
+    domain = parser.parse_args().domain
+    p = load_params().domain(domain).model
     if p.base != "tiny":
-        adopt_local(p)  # no training: one process, whatever the accelerate config
+        adopt_local(p, domain)  # no training: one process, whatever the accelerate config
         return
-    relaunch_under_accelerate(p, "stages.base_model", [])
-    build_tiny(p)
+    relaunch_under_accelerate(p, "stages.base_model", [domain])
+    build_tiny(p, domain)
 
 
-def build_tiny(p: ModelParams) -> None:
+def build_tiny(p: ModelParams, domain: str) -> None:
     started = time.time()
     set_threads(p)
-    tasks = read_tasks(TASKS).to_dicts()
-    demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
+    tasks_file, demos_file = paths.task_table(domain, "train"), paths.trajectories(domain, "demos")
+    tasks = read_domain_tasks(domain, "train")
+    demos = pl.read_parquet(demos_file, columns=["task_id", "seed", "dialogue"]).to_dicts()
     chats = demo_chats(tasks, demos)
     tokenizer = train_tokenizer(tokenizer_corpus(tasks, chats), p.vocab_size, p.max_length)
     model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed)
@@ -75,11 +76,12 @@ def build_tiny(p: ModelParams) -> None:
         "vocab_size": len(tokenizer),
         "parameters": sum(q.numel() for q in model.parameters()),
     }
-    with live_report(REPORT) as live_dir:
+    with live_report(paths.stage_report(domain, "base_model")) as live_dir:
         model, state, summary = train_sft(model, train, holdout, p, tokenizer.pad_token_id, live_dir)
         if model is None:  # not the main process: it only took part in training
             return
-        with stage_output(OUT, "base_model", {"model": p}, [TASKS, DEMOS], p.seed, started=started) as out:
+        with stage_output(paths.base_model(domain), f"base_model@{domain}", {f"{domain}.model": p},
+                          [tasks_file, demos_file], p.seed, started=started) as out:  # fmt: skip
             save_checkpoint(model, tokenizer, out.dir, state_dict=state)
             config = {"model": p.model_dump(mode="json"), "data": data, "sft": summary}
             write_json(out.dir / "training_config.json", config)  # as nanoGPT keeps it with the weights
@@ -88,14 +90,14 @@ def build_tiny(p: ModelParams) -> None:
     print(json.dumps({"data": data, "sft": summary}, indent=2))
 
 
-def adopt_local(p: ModelParams) -> None:
-    source = local_checkpoint(p.base)
-    with stage_output(OUT, "base_model", {"model": p}, [source], p.seed) as out:
+def adopt_local(p: ModelParams, domain: str) -> None:
+    source = local_checkpoint(p.base, f"{domain}.model.base")
+    with stage_output(paths.base_model(domain), f"base_model@{domain}", {f"{domain}.model": p}, [source], p.seed) as out:
         how = link_or_copy_tree(source, out.dir)
-    with live_report(REPORT) as report:
+    with live_report(paths.stage_report(domain, "base_model")) as report:
         report.mkdir()
         write_json(report / "metrics.json", {"base": str(source), "files": how, "trained": False})
-    print(f"models/base: {source} ({how})")
+    print(f"{paths.base_model(domain)}: {source} ({how})")
 
 
 if __name__ == "__main__":

@@ -1,17 +1,17 @@
-"""Stage `critic@<name>`: a SWEET-RL critic (DESIGN.md §2 step 3).
+"""Stage `critic@<domain>-<name>`: a SWEET-RL critic (DESIGN.md §2 step 3).
 
-`python -m stages.critic NAME` reads params `critics.NAME`, the training tasks (for each task's
-reference solution, the training-time information), the offline rollouts, their trajectory pairs
-and the base model, which the critic starts from and which is its reference. Each trajectory is
+`python -m stages.critic DOMAIN NAME` reads params `critics.NAME`, the domain's training tasks (for
+each task's reference solution, the training-time information), its offline rollouts, their
+trajectory pairs and its base model, which the critic starts from and which is its reference. Each trajectory is
 read in the critic's view — the reference solution in the system message, unless `training_info`
 is off (the ablation) — and each agent turn is one segment: the critic's advantage of a turn is
 its length-normalised log-ratio against the base model, and the Bradley–Terry loss compares the
 sums over the turns of the chosen and the rejected trajectory. The pairs of a few held-out tasks
 measure `eval/rewards/accuracies` (how often the critic prefers the better trajectory).
 
-Writes `models/critics/<NAME>/` (the checkpoint; `reference_logps.pt`, the base model's per-turn
-log-probs of the training sequences, computed once; `training_config.json`; `manifest.json`) and
-`reports/critics/<NAME>/` (DVCLive `metrics.json` and curves).
+Writes `models/DOMAIN/critics/NAME/` (the checkpoint; `reference_logps.pt`, the base model's
+per-turn log-probs of the training sequences, computed once; `training_config.json`;
+`manifest.json`) and `reports/DOMAIN/stages/critics/NAME/` (DVCLive `metrics.json` and curves).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ import time
 import polars as pl
 import torch
 
+from sweetflow import paths
 from sweetflow.artifacts import stage_output, write_json
+from sweetflow.domains import read_domain_tasks
 from sweetflow.errors import InputError, run_stage
 from sweetflow.models.checkpoint import load_checkpoint, save_checkpoint
 from sweetflow.models.data import split_by_task
@@ -32,32 +34,31 @@ from sweetflow.models.sequences import context_length
 from sweetflow.models.training import live_report, relaunch_under_accelerate, set_threads
 from sweetflow.params import load_params
 from sweetflow.preference import PreferenceLoss, reference_segment_logps
-from sweetflow.tasks.table import read_tasks
 from sweetflow.training_data import trajectory_pair_data
 
-TASKS = "data/tasks/train.parquet"
-ROLLOUT = "data/rollout/trajectories.parquet"
-PAIRS = "data/trajectory_pairs/pairs.parquet"
-BASE = "models/base"
 HOLDOUT_SHARE = 0.1  # of the tasks with pairs: their pairs only measure the critic
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("domain", choices=("backend", "frontend"))
     parser.add_argument("name", help="a key of `critics` in params.yaml")
-    name = parser.parse_args().name
+    args = parser.parse_args()
+    domain, name = args.domain, args.name
     params = load_params()
     if name not in params.critics:
         raise InputError(f"params.yaml: critics: no critic named {name!r}; defined: {sorted(params.critics)}")
     p = params.critics[name]
-    relaunch_under_accelerate(p, "stages.critic", [name])
+    relaunch_under_accelerate(p, "stages.critic", [domain, name])
     started = time.time()
     set_threads(p)
 
-    tasks = {t["task_id"]: t for t in read_tasks(TASKS).to_dicts()}
-    trajectories = pl.read_parquet(ROLLOUT)
-    pairs = pl.read_parquet(PAIRS)
-    model, tokenizer = load_checkpoint(BASE)
+    tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
+    pairs_file, base = f"{paths.trajectory_pairs(domain)}/pairs.parquet", paths.base_model(domain)
+    tasks = {t["task_id"]: t for t in read_domain_tasks(domain, "train")}
+    trajectories = pl.read_parquet(rollout)
+    pairs = pl.read_parquet(pairs_file)
+    model, tokenizer = load_checkpoint(base)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     held = split_by_task([{"task_id": t} for t in pairs["task_id"].unique().sort()], HOLDOUT_SHARE, p.seed)
     scoring = "turns" if p.per_turn else "all"
@@ -72,8 +73,8 @@ def main() -> None:
     train, keys, dropped, ref = build(pairs.filter(~pl.col("task_id").is_in(held)))
     if not train.pairs:
         raise InputError(
-            f"{PAIRS}: no trajectory pair to train the critic on: {pairs.height} pairs in all, {dropped} longer than the "
-            f"model's context of {context_length(tokenizer, model.config)} tokens (a rollout needs a task with a success)"
+            f"{pairs_file}: no trajectory pair to train the critic on: {pairs.height} pairs in all, {dropped} longer than the "
+            f"model's context of {context_length(tokenizer, model.config)} tokens (see `pairs` in params.yaml for what makes a pair)"
         )
     holdout, _, held_dropped, held_ref = build(pairs.filter(pl.col("task_id").is_in(held)))
     data = {
@@ -85,14 +86,14 @@ def main() -> None:
         "normalisation": "per turn" if p.per_turn else "per trajectory",
     }
     loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef)
-    with live_report(f"reports/critics/{name}") as live:
+    with live_report(paths.stage_report(domain, "critics", name)) as live:
         model, state, summary = train_preference(
             model, train, ref, loss, p, pad_id, live, f"critic {name}", (holdout, held_ref) if held_ref else None
         )
         if model is None:  # not the main process
             return
-        with stage_output(f"models/critics/{name}", f"critic@{name}", {f"critics.{name}": p},
-                          [TASKS, ROLLOUT, PAIRS, BASE], p.seed, started=started) as out:  # fmt: skip
+        with stage_output(paths.critic(domain, name), f"critic@{domain}-{name}", {f"critics.{name}": p},
+                          [tasks_file, rollout, pairs_file, base], p.seed, started=started) as out:  # fmt: skip
             save_checkpoint(model, tokenizer, out.dir, state_dict=state)
             torch.save({"keys": keys, "sums": ref.sums, "counts": ref.counts}, out.dir / "reference_logps.pt")
             write_json(out.dir / "training_config.json", {"critic": p.model_dump(mode="json"), "data": data, "training": summary})

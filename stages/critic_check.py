@@ -1,12 +1,12 @@
-"""Stage `critic_check@<critic>`: how often the critic's ranking of two candidates agrees with
-their outcomes when both are played out to the end (sweetflow.agreement).
+"""Stage `critic_check@<domain>-<critic>`: how often the critic's ranking of two candidates agrees
+with their outcomes when both are played out to the end (sweetflow.agreement).
 
-`python -m stages.critic_check CRITIC` reads params `critic_check`, `candidates` (its policy plays
-the episodes out), `simulator`, `episodes`, `sandbox`, the ranked candidates of CRITIC, the
-candidates, the offline rollouts, the training tasks and the policy's checkpoint. Writes
-`data/critic_check/<CRITIC>/` (`picked.parquet`: the states and their best and worst candidate;
-`trajectories.parquet`: the continuations; `manifest.json`) and
-`reports/critic_check/<CRITIC>/metrics.json` (`ranking_agreement` and its counts). Resumable.
+`python -m stages.critic_check DOMAIN CRITIC` reads params `critic_check`, `candidates.policy` (it
+plays the episodes out), `DOMAIN.simulator`, `DOMAIN.scoring`, `episodes`, the ranked candidates of
+CRITIC, the candidates, the offline rollouts, the training tasks and the policy's checkpoint.
+Writes `data/DOMAIN/critic_check/CRITIC/` (`picked.parquet`: the states and their best and worst
+candidate; `trajectories.parquet`: the continuations; `manifest.json`) and
+`reports/DOMAIN/stages/critic_check/CRITIC/metrics.json` (`ranking_agreement` and its counts). Resumable.
 """
 
 from __future__ import annotations
@@ -16,39 +16,38 @@ import json
 
 import polars as pl
 
-from sweetflow.agents import make_agent
+from sweetflow import paths
 from sweetflow.agreement import ReplayAgent, agreement, continuation_tasks, pick_extremes
 from sweetflow.artifacts import checkpoint_path, stage_output
+from sweetflow.domains import make_agent, read_domain_tasks
 from sweetflow.errors import run_stage
 from sweetflow.params import load_params
-from sweetflow.rollout import collect
-from sweetflow.tasks.table import read_tasks
-
-TASKS = "data/tasks/train.parquet"
-ROLLOUT = "data/rollout/trajectories.parquet"
-CANDIDATES = "data/candidates/candidates.parquet"
+from sweetflow.rollout import collect, episode_sections, with_checkpoint
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("domain", choices=("backend", "frontend"))
     parser.add_argument("critic", help="a key of `critics` in params.yaml")
-    name = parser.parse_args().critic
+    args = parser.parse_args()
+    domain, name = args.domain, args.critic
     params = load_params()
-    p, policy = params.critic_check, params.candidates.policy
-    ranked_file = f"data/ranked/{name}/candidates.parquet"
-    stage = f"critic_check@{name}"
-    sections = {"critic_check": p, "candidates.policy": policy, "simulator": params.simulator,
-                "episodes": params.episodes, "sandbox": params.sandbox}  # fmt: skip
-    inputs = [TASKS, ROLLOUT, CANDIDATES, ranked_file] + ([policy.checkpoint] if policy.checkpoint else [])
-    tasks = {t["task_id"]: t for t in read_tasks(TASKS).to_dicts()}
-    candidates = pl.read_parquet(CANDIDATES)
+    p, policy = params.critic_check, with_checkpoint(params.candidates.policy, domain)
+    tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
+    candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
+    ranked_file = f"{paths.ranked(domain, name)}/candidates.parquet"
+    stage = f"critic_check@{domain}-{name}"
+    sections = {"critic_check": p, "candidates.policy": params.candidates.policy, **episode_sections(params, domain)}
+    inputs = [tasks_file, rollout, candidates_file, ranked_file] + ([policy.checkpoint] if policy.checkpoint else [])
+    tasks = {t["task_id"]: t for t in read_domain_tasks(domain, "train")}
+    candidates = pl.read_parquet(candidates_file)
     picked = pick_extremes(pl.read_parquet(ranked_file), p.states, p.seed)
-    episode_tasks, scripts = continuation_tasks(picked, candidates, pl.read_parquet(ROLLOUT), tasks)
+    episode_tasks, scripts = continuation_tasks(picked, candidates, pl.read_parquet(rollout), tasks)
     progress = checkpoint_path(stage, sections, inputs)
-    with stage_output(f"data/critic_check/{name}", stage, sections, inputs, p.seed,
-                      f"reports/critic_check/{name}/metrics.json") as out:  # fmt: skip
-        agent = ReplayAgent(scripts, make_agent(policy))
-        outcomes = collect(episode_tasks, agent, params, p.rollouts, p.seed, progress, stage)
+    with stage_output(paths.critic_check(domain, name), stage, sections, inputs, p.seed,
+                      paths.stage_metrics(domain, "critic_check", name)) as out:  # fmt: skip
+        agent = ReplayAgent(scripts, make_agent(policy, domain))
+        outcomes = collect(episode_tasks, agent, params, domain, p.rollouts, p.seed, progress, stage)
         picked.write_parquet(out.dir / "picked.parquet")
         outcomes.write_parquet(out.dir / "trajectories.parquet")
         out.metrics.update(agreement(picked, outcomes), rollouts_per_candidate=p.rollouts)

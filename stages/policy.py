@@ -1,17 +1,18 @@
-"""Stage `policy@<name>`: a trained policy, one checkpoint per seed of `seeds` (DESIGN.md §2 step 7
-and the paper's baselines). Every method starts from the base model and trains on its own view of
-the dialogue (no training-time information):
+"""Stage `policy@<domain>-<name>`: a trained policy, one checkpoint per seed of `seeds` (DESIGN.md §2
+step 7 and the paper's baselines). Every method starts from the domain's base model and trains on
+its own view of the dialogue (no training-time information):
 
-- `rft`: SFT on the offline trajectories whose reward reaches `min_reward` (rejection fine-tuning).
+- `rft`: SFT on the offline trajectories whose reward reaches the domain's `min_reward` (rejection fine-tuning).
 - `mtdpo`: DPO on the trajectory pairs, every agent turn of a trajectory in one segment.
 - `sweet`: DPO on the step pairs ranked by the critic `critic` (a state, then the chosen or the
   rejected candidate, that last turn scored), with the NLL term on the chosen actions.
 
-`python -m stages.policy NAME` reads params `policies.NAME` and `seeds`, and the data its method
-needs. The base model's log-probs of the training sequences are computed once and shared by all
-seeds. Writes `models/policies/<NAME>/` (`seed<k>/`: a checkpoint per seed; `reference_logps.pt`
-for the preference methods; `manifest.json`) and `reports/policies/<NAME>/` (`metrics.json`: data
-counts and each seed's training summary; `plots/seed<k>/`: DVCLive curves).
+`python -m stages.policy DOMAIN NAME` reads params `policies.NAME` and `seeds`, and the data its
+method needs. The base model's log-probs of the training sequences are computed once and shared by
+all seeds. Writes `models/DOMAIN/policies/NAME/` (`seed<k>/`: a checkpoint per seed;
+`reference_logps.pt` for the preference methods; `manifest.json`) and
+`reports/DOMAIN/stages/policies/NAME/` (`metrics.json`: data counts and each seed's training
+summary; `plots/seed<k>/`: DVCLive curves).
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import json
 import os
 import shutil
 import time
-from pathlib import Path
 
 import polars as pl
 import torch
 
+from sweetflow import paths
 from sweetflow.artifacts import stage_output, write_json
+from sweetflow.domains import read_domain_tasks
 from sweetflow.errors import InputError, run_stage
 from sweetflow.models.checkpoint import load_checkpoint, save_checkpoint
 from sweetflow.models.data import encode_chats
@@ -36,52 +38,51 @@ from sweetflow.models.sft import train_sft
 from sweetflow.models.training import live_report, relaunch_under_accelerate, set_threads
 from sweetflow.params import load_params
 from sweetflow.preference import PreferenceLoss, reference_segment_logps
-from sweetflow.tasks.table import read_tasks
 from sweetflow.training_data import step_pair_data, successful_chats, trajectory_pair_data
-
-TASKS = "data/tasks/train.parquet"
-ROLLOUT = "data/rollout/trajectories.parquet"
-TRAJECTORY_PAIRS = "data/trajectory_pairs/pairs.parquet"
-CANDIDATES = "data/candidates/candidates.parquet"
-BASE = "models/base"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("domain", choices=("backend", "frontend"))
     parser.add_argument("name", help="a key of `policies` in params.yaml")
-    name = parser.parse_args().name
+    args = parser.parse_args()
+    domain, name = args.domain, args.name
     params = load_params()
     if name not in params.policies:
         raise InputError(f"params.yaml: policies: no policy named {name!r}; defined: {sorted(params.policies)}")
     p = params.policies[name]
-    relaunch_under_accelerate(p, "stages.policy", [name])
+    relaunch_under_accelerate(p, "stages.policy", [domain, name])
     started = time.time()
     set_threads(p)
 
-    tasks = {t["task_id"]: t for t in read_tasks(TASKS).to_dicts()}
-    trajectories = pl.read_parquet(ROLLOUT)
-    base, tokenizer = load_checkpoint(BASE)
+    tasks_file, rollout, base_dir = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout"), paths.base_model(domain)
+    tasks = {t["task_id"]: t for t in read_domain_tasks(domain, "train")}
+    trajectories = pl.read_parquet(rollout)
+    base, tokenizer = load_checkpoint(base_dir)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     max_length = context_length(tokenizer, base.config)
-    inputs = [TASKS, ROLLOUT, BASE]
+    inputs = [tasks_file, rollout, base_dir]
     if p.method == "rft":
-        examples, cut = encode_chats(tokenizer, successful_chats(tasks, trajectories, p.min_reward), max_length)
+        min_reward = p.min_reward[domain]
+        examples, cut = encode_chats(tokenizer, successful_chats(tasks, trajectories, min_reward), max_length)
         if not examples:
-            raise InputError(f"{ROLLOUT}: no trajectory reaches reward {p.min_reward}: nothing for RFT to imitate")
+            raise InputError(f"{rollout}: no trajectory reaches reward {min_reward}: nothing for RFT to imitate")
         data = {"train_dialogues": len(examples), "dialogues_cut": cut,
                 "train_tokens_per_epoch": sum(len(e.input_ids) for e in examples)}  # fmt: skip
         pairs, ref = None, None
     else:
         if p.method == "mtdpo":
-            inputs.append(TRAJECTORY_PAIRS)
+            pairs_file = f"{paths.trajectory_pairs(domain)}/pairs.parquet"
+            inputs.append(pairs_file)
             pairs, _, dropped = trajectory_pair_data(
-                tokenizer, tasks, trajectories, pl.read_parquet(TRAJECTORY_PAIRS), False, "all", max_length
+                tokenizer, tasks, trajectories, pl.read_parquet(pairs_file), False, "all", max_length
             )
         else:
-            step_file = f"data/step_pairs/{p.critic}/pairs.parquet"
-            inputs += [CANDIDATES, step_file]
+            candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
+            step_file = f"{paths.step_pairs(domain, p.critic)}/pairs.parquet"
+            inputs += [candidates_file, step_file]
             pairs, dropped = step_pair_data(
-                tokenizer, tasks, trajectories, pl.read_parquet(CANDIDATES), pl.read_parquet(step_file), max_length
+                tokenizer, tasks, trajectories, pl.read_parquet(candidates_file), pl.read_parquet(step_file), max_length
             )
         if not pairs.pairs:
             raise InputError(f"{inputs[-1]}: no preference pair to train on")
@@ -90,15 +91,14 @@ def main() -> None:
         examples = None
     del base  # each seed starts from a fresh copy
 
-    report = Path(f"reports/policies/{name}")
     summaries = {}
-    with live_report(report) as live, stage_output(
-        f"models/policies/{name}", f"policy@{name}", {f"policies.{name}": p, "seeds": params.seeds}, inputs, p.seed,
-        started=started,
+    with live_report(paths.stage_report(domain, "policies", name)) as live, stage_output(
+        paths.policy(domain, name), f"policy@{domain}-{name}", {f"policies.{name}": p, "seeds": params.seeds}, inputs,
+        p.seed, started=started,
     ) as out:  # fmt: skip
         for seed in params.seeds:
             run = p.model_copy(update={"seed": p.seed + seed})
-            model, _ = load_checkpoint(BASE)
+            model, _ = load_checkpoint(base_dir)
             seed_live = live / f".seed{seed}"
             if p.method == "rft":
                 model, state, summary = train_sft(model, examples, [], run, pad_id, seed_live)

@@ -1,7 +1,7 @@
-"""Stage `rank@<critic>`: the critic's score of every candidate action (DESIGN.md §2 step 5).
+"""Stage `rank@<domain>-<critic>`: the critic's score of every candidate action (DESIGN.md §2 step 5).
 
-`python -m stages.rank CRITIC` reads params `rank` and `critics.CRITIC`, the candidates, the
-training tasks, the offline rollouts (the states), the critic and the base model. Each candidate
+`python -m stages.rank DOMAIN CRITIC` reads params `rank` and `critics.CRITIC`, the domain's
+candidates, training tasks, offline rollouts (the states), the critic and the base model. Each candidate
 is read after its state in the critic's view (with the reference solution when the critic was
 trained with it) and scored by its mean per-token log-ratio:
 - `baseline: reference` (the paper): mean log π_critic − mean log π_base, both in the critic's view;
@@ -9,8 +9,8 @@ trained with it) and scored by its mean per-token log-ratio:
   log-prob of the candidate, recorded at sampling time in the policy's view.
 A candidate whose state and action exceed the critic's context is left out (counted).
 
-Writes `data/ranked/<CRITIC>/` (`candidates.parquet`: state_id, candidate, score, critic and
-baseline mean log-probs; `manifest.json`) and `reports/ranked/<CRITIC>/metrics.json`.
+Writes `data/DOMAIN/ranked/CRITIC/` (`candidates.parquet`: state_id, candidate, score, critic and
+baseline mean log-probs; `manifest.json`) and `reports/DOMAIN/stages/ranked/CRITIC/metrics.json`.
 """
 
 from __future__ import annotations
@@ -20,50 +20,50 @@ import json
 
 import polars as pl
 
+from sweetflow import paths
 from sweetflow.artifacts import stage_output
+from sweetflow.domains import read_domain_tasks
 from sweetflow.errors import InputError, run_stage
 from sweetflow.models.checkpoint import load_checkpoint
 from sweetflow.models.sequences import context_length
 from sweetflow.params import load_params
 from sweetflow.preference import reference_segment_logps
-from sweetflow.tasks.table import read_tasks
 from sweetflow.training_data import candidate_sequences
-
-TASKS = "data/tasks/train.parquet"
-ROLLOUT = "data/rollout/trajectories.parquet"
-CANDIDATES = "data/candidates/candidates.parquet"
-BASE = "models/base"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("domain", choices=("backend", "frontend"))
     parser.add_argument("critic", help="a key of `critics` in params.yaml")
-    name = parser.parse_args().critic
+    args = parser.parse_args()
+    domain, name = args.domain, args.critic
     params = load_params()
     if name not in params.critics:
         raise InputError(f"params.yaml: critics: no critic named {name!r}; defined: {sorted(params.critics)}")
     p, critic_params = params.rank, params.critics[name]
-    critic_dir = f"models/critics/{name}"
-    tasks = {t["task_id"]: t for t in read_tasks(TASKS).to_dicts()}
-    candidates = pl.read_parquet(CANDIDATES)
+    critic_dir, base = paths.critic(domain, name), paths.base_model(domain)
+    tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
+    candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
+    tasks = {t["task_id"]: t for t in read_domain_tasks(domain, "train")}
+    candidates = pl.read_parquet(candidates_file)
     critic, tokenizer = load_checkpoint(critic_dir)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     sequences = candidate_sequences(
-        tokenizer, tasks, pl.read_parquet(ROLLOUT), candidates, critic_params.training_info,
+        tokenizer, tasks, pl.read_parquet(rollout), candidates, critic_params.training_info,
         context_length(tokenizer, critic.config),
     )  # fmt: skip
     fits = [s is not None for s in sequences]
     kept = candidates.filter(pl.Series(fits, dtype=pl.Boolean))
     kept_sequences = [s for s in sequences if s is not None]
     sections = {"rank": p, f"critics.{name}": critic_params}
-    inputs = [TASKS, ROLLOUT, CANDIDATES, critic_dir] + ([BASE] if p.baseline == "reference" else [])
-    with stage_output(f"data/ranked/{name}", f"rank@{name}", sections, inputs,
-                      metrics=f"reports/ranked/{name}/metrics.json") as out:  # fmt: skip
+    inputs = [tasks_file, rollout, candidates_file, critic_dir] + ([base] if p.baseline == "reference" else [])
+    with stage_output(paths.ranked(domain, name), f"rank@{domain}-{name}", sections, inputs,
+                      metrics=paths.stage_metrics(domain, "ranked", name)) as out:  # fmt: skip
         mine = reference_segment_logps(critic, kept_sequences, p.batch_size, pad_id)
         critic_mean = (mine.sums[:, 0] / mine.counts[:, 0].clamp(min=1)).tolist()
         if p.baseline == "reference":
-            base, _ = load_checkpoint(BASE)
-            ref = reference_segment_logps(base, kept_sequences, p.batch_size, pad_id)
+            base_model, _ = load_checkpoint(base)
+            ref = reference_segment_logps(base_model, kept_sequences, p.batch_size, pad_id)
             baseline = (ref.sums[:, 0] / ref.counts[:, 0].clamp(min=1)).tolist()
         else:
             baseline = kept["logprob_mean"].to_list()

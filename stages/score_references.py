@@ -1,50 +1,61 @@
-"""Stage `score_references`: score each test task's reference as if it were an agent's answer.
+"""Stage `score_references@<domain>`: score each test task's reference as if it were an agent's answer.
 
-This is the benchmark's sanity check and the ceiling of every method: generated references must
-pass all their tests. Writes `data/evaluations/reference/` (`scores.parquet`, `manifest.json`)
-and `reports/backend/reference/metrics.json` (`tests_passed`, `success_rate`, count, sandbox
-failures).
+The benchmark's sanity check and the ceiling of every method.
+- backend: each reference runs in the sandbox against its own tests; generated references must pass
+  them all (`tests_passed`, `success_rate` of 1).
+- frontend: each target page is rendered again and compared with its stored screenshot: the renderer
+  and the similarity agree with themselves (`similarity` of 1), and the reference wins every task.
+
+`python -m stages.score_references DOMAIN` reads params `DOMAIN.scoring` and the test tasks; writes
+`data/DOMAIN/evaluations/reference/` (`scores.parquet`, `manifest.json`) and
+`reports/DOMAIN/reference/metrics.json`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import polars as pl
 
+from sweetflow import paths
 from sweetflow.artifacts import stage_output
+from sweetflow.domains import open_domain, read_domain_tasks
 from sweetflow.errors import run_stage
 from sweetflow.params import load_params
-from sweetflow.sandbox import Sandbox
-from sweetflow.scoring import score_answers, summarize
-from sweetflow.tasks.table import read_tasks
+from sweetflow.rollout import summarize_episodes
 
-TASKS = "data/tasks/test.parquet"
-OUT = "data/evaluations/reference"
-METRICS = "reports/backend/reference/metrics.json"
+METHOD = "reference"
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("domain", choices=("backend", "frontend"))
+    domain = parser.parse_args().domain
     params = load_params()
-    tasks = read_tasks(TASKS, ["task_id", "ground_truth", "test_cases", "expected"])
-    with stage_output(OUT, "score_references", {"sandbox": params.sandbox}, [TASKS], metrics=METRICS) as out:
-        with Sandbox(params.sandbox) as sandbox:
-            scores = score_answers(
-                tasks["ground_truth"].to_list(),
-                tasks["expected"].to_list(),
-                tasks["test_cases"].to_list(),
-                sandbox,
-                desc="scoring references",
-            )
-        pl.DataFrame(
+    tasks = read_domain_tasks(domain, "test")
+    table = paths.task_table(domain, "test")
+    sections = {f"{domain}.scoring": params.domain(domain).scoring}
+    with stage_output(paths.evaluation(domain, METHOD), f"score_references@{domain}", sections, [table],
+                      metrics=paths.method_metrics(domain, METHOD)) as out:  # fmt: skip
+        with open_domain(params, domain) as runtime:
+            scores = runtime.score(tasks, [t["ground_truth"] for t in tasks])
+        frame = pl.DataFrame(
             {
-                "task_id": tasks["task_id"],
-                "tests_passed": [s.tests_passed for s in scores],
+                "task_id": [t["task_id"] for t in tasks],
+                "reward": [s.reward for s in scores],
                 "success": [s.success for s in scores],
-                "status": [s.status for s in scores],
-            }
-        ).write_parquet(out.dir / "scores.parquet")
-        out.metrics.update(summarize(scores))
+                "score_status": [s.status for s in scores],
+                "n_turns": [0] * len(tasks),
+                "answered": [True] * len(tasks),
+                "failure": [None] * len(tasks),
+            },
+            schema_overrides={"success": pl.Boolean, "failure": pl.String},
+        )
+        frame.write_parquet(out.dir / "scores.parquet")
+        metrics = summarize_episodes(frame, domain, tasks)
+        out.metrics.update({k: v for k, v in metrics.items() if k not in ("mean_turns", "protocol_followed", "failures")})
+        out.metrics["statuses"] = dict(frame["score_status"].value_counts().iter_rows())
     print(json.dumps(out.metrics, indent=2))
 
 

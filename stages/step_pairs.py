@@ -1,9 +1,9 @@
-"""Stage `step_pairs@<critic>`: step-level preference pairs from ranked candidates (DESIGN.md §2 step 6).
+"""Stage `step_pairs@<domain>-<critic>`: step-level preference pairs from ranked candidates (DESIGN.md §2 step 6).
 
-`python -m stages.step_pairs CRITIC` reads params `step_pairs` and `data/ranked/<CRITIC>/`; per
-state it draws `num_pairs` (chosen from the top half, rejected from the bottom half) pairs with a
-strict score gap (`sweetflow.pairs.step_pairs`). Writes `data/step_pairs/<CRITIC>/pairs.parquet`
-and `reports/step_pairs/<CRITIC>/metrics.json`.
+`python -m stages.step_pairs DOMAIN CRITIC` reads params `step_pairs` and
+`data/DOMAIN/ranked/CRITIC/`; per state it draws `num_pairs` (chosen from the top half, rejected
+from the bottom half) pairs with a strict score gap (`sweetflow.pairs.step_pairs`). Writes
+`data/DOMAIN/step_pairs/CRITIC/pairs.parquet` and `reports/DOMAIN/stages/step_pairs/CRITIC/metrics.json`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 
 import polars as pl
 
+from sweetflow import paths
 from sweetflow.artifacts import stage_output
 from sweetflow.errors import run_stage
 from sweetflow.pairs import step_pairs
@@ -21,13 +22,15 @@ from sweetflow.params import load_params
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("domain", choices=("backend", "frontend"))
     parser.add_argument("critic", help="a key of `critics` in params.yaml")
-    name = parser.parse_args().critic
+    args = parser.parse_args()
+    domain, name = args.domain, args.critic
     p = load_params().step_pairs
-    ranked_file = f"data/ranked/{name}/candidates.parquet"
+    ranked_file = f"{paths.ranked(domain, name)}/candidates.parquet"
     ranked = pl.read_parquet(ranked_file)
-    with stage_output(f"data/step_pairs/{name}", f"step_pairs@{name}", {"step_pairs": p}, [ranked_file], p.seed,
-                      f"reports/step_pairs/{name}/metrics.json") as out:  # fmt: skip
+    with stage_output(paths.step_pairs(domain, name), f"step_pairs@{domain}-{name}", {"step_pairs": p}, [ranked_file],
+                      p.seed, paths.stage_metrics(domain, "step_pairs", name)) as out:  # fmt: skip
         pairs = step_pairs(ranked, p.num_pairs, p.seed)
         pairs.write_parquet(out.dir / "pairs.parquet")
         gap = pairs["chosen_score"] - pairs["rejected_score"]

@@ -1,30 +1,36 @@
-"""Stage `tasks`: generate (or import) backend tasks and record each reference's outputs.
+"""Stage `tasks@<domain>`: generate (or import) a domain's tasks and check every reference.
 
-Reads params sections `tasks` and `sandbox`; writes `data/tasks/` with `train.parquet`,
-`test.parquet` and `manifest.json`, and `reports/tasks/metrics.json` (references flagged, by kind;
-for LLM-written tasks, rejections by reason).
+`python -m stages.tasks DOMAIN` reads params `DOMAIN.tasks` and what checking needs, and writes
+`data/DOMAIN/tasks/` (`train.parquet`, `test.parquet`, `manifest.json`) and
+`reports/DOMAIN/stages/tasks/metrics.json` (tasks and flagged references, by kind).
+
+- backend (`backend.tasks`, `backend.sandbox`): every reference runs twice in the sandbox; its
+  outputs become the expected outputs; references that fail, time out, are nondeterministic, return
+  None or values unequal to themselves are flagged. For LLM-written tasks, rejections by reason.
+- frontend (`frontend.tasks`, `frontend.render`, `frontend.similarity`): every target page is
+  rendered twice; its screenshot is stored with the task, pages that fail or render differently
+  are flagged; the page made from the description alone is scored as each task's reference.
 """
 
 from __future__ import annotations
 
+import argparse
 from collections import Counter
 
 import polars as pl
 
+from sweetflow import paths
 from sweetflow.artifacts import stage_output
 from sweetflow.errors import StageFailed, run_stage
-from sweetflow.params import TasksParams, load_params
-from sweetflow.sandbox import Sandbox
-from sweetflow.scoring import FLAGS, check_references
-from sweetflow.tasks import colbench, llm, procedural
-from sweetflow.tasks.table import CHECKED_SCHEMA, to_frame
+from sweetflow.params import Params, TasksParams, load_params
 
-OUT = "data/tasks"
-METRICS = "reports/tasks/metrics.json"
+DOMAINS = ("backend", "frontend")
 
 
-def load_tasks(p: TasksParams, sandbox: Sandbox, metrics: dict) -> tuple[list[dict], list[dict], list]:
+def load_backend_tasks(p: TasksParams, sandbox, metrics: dict) -> tuple[list[dict], list[dict], list]:
     """(train, test, input files) from the source the params name."""
+    from sweetflow.tasks import colbench, llm, procedural
+
     if p.source == "procedural":
         train, test = procedural.generate_tasks(p.n_train, p.n_test, p.seed, p.families, progress=True)
         return train, test, []
@@ -46,14 +52,18 @@ def load_tasks(p: TasksParams, sandbox: Sandbox, metrics: dict) -> tuple[list[di
     return splits["train"], splits["test"], [p.llm.corpus]
 
 
-def main() -> None:
-    params = load_params()
-    p = params.tasks
-    sections = {"tasks": p, "sandbox": params.sandbox}
+def backend(params: Params) -> dict:
+    from sweetflow.sandbox import Sandbox
+    from sweetflow.scoring import FLAGS, check_references
+    from sweetflow.tasks.table import CHECKED_SCHEMA, to_frame
+
+    p = params.backend
     metrics: dict = {}
-    with Sandbox(params.sandbox) as sandbox:
-        train, test, inputs = load_tasks(p, sandbox, metrics)
-        with stage_output(OUT, "tasks", sections, inputs, p.seed, METRICS) as out:
+    with Sandbox(p.scoring) as sandbox:
+        train, test, inputs = load_backend_tasks(p.tasks, sandbox, metrics)
+        sections = {"backend.tasks": p.tasks, "backend.scoring": p.scoring}
+        with stage_output(paths.tasks("backend"), "tasks@backend", sections, inputs, p.tasks.seed,
+                          paths.stage_metrics("backend", "tasks")) as out:  # fmt: skip
             out.metrics.update(metrics)
             for split, tasks in (("train", train), ("test", test)):
                 checks = check_references(tasks, sandbox, desc=f"references ({split})")
@@ -62,14 +72,56 @@ def main() -> None:
                     for t, c in zip(tasks, checks)
                 ]
                 to_frame(rows, CHECKED_SCHEMA).write_parquet(out.dir / f"{split}.parquet")
-                flagged = Counter(f for c in checks for f in c.flags)
-                out.metrics[split] = {
-                    "tasks": len(tasks),
-                    "flagged": sum(bool(c.flags) for c in checks),
-                    **{f"flag_{name}": flagged.get(name, 0) for name in FLAGS},
-                }
+                out.metrics[split] = _flag_counts(len(tasks), [c.flags for c in checks], FLAGS)
             out.metrics["sandbox_isolation"] = sandbox.isolation
-    print(pl.DataFrame([{"split": k, **v} for k, v in out.metrics.items() if k in ("train", "test")]))
+    return out.metrics
+
+
+def frontend(params: Params) -> dict:
+    from sweetflow.frontend import tasks as frontend_tasks
+    from sweetflow.frontend.checks import FLAGS, check_targets
+    from sweetflow.frontend.render import RenderPool
+    from sweetflow.frontend.similarity import Similarity
+
+    p = params.frontend
+    if p.tasks.source == "procedural":
+        train, test = frontend_tasks.generate_frontend_tasks(p.tasks.n_train, p.tasks.n_test, p.tasks.seed, progress=True)
+        inputs = []
+    else:
+        test = frontend_tasks.read_frontend_jsonl(p.tasks.colbench_test, limit=p.tasks.colbench_test_rows)
+        train = frontend_tasks.read_frontend_jsonl(p.tasks.colbench_train) if p.tasks.colbench_train else []
+        inputs = [path for path in (p.tasks.colbench_test, p.tasks.colbench_train) if path]
+    sections = {"frontend.tasks": p.tasks, "frontend.scoring": p.scoring}
+    similarity = Similarity(p.scoring.similarity)
+    with RenderPool(p.scoring.render) as pool, stage_output(
+        paths.tasks("frontend"), "tasks@frontend", sections, inputs, p.tasks.seed, paths.stage_metrics("frontend", "tasks")
+    ) as out:  # fmt: skip
+        for split, tasks in (("train", train), ("test", test)):
+            checks = check_targets(tasks, pool, similarity, desc=f"targets ({split})")
+            rows = [
+                {**t, "target_png": c.target_png, "reference_similarity": c.reference_similarity, "flags": c.flags}
+                for t, c in zip(tasks, checks)
+            ]
+            table = frontend_tasks.to_frame(rows, split, frontend_tasks.CHECKED_FRONTEND_SCHEMA)
+            table.write_parquet(out.dir / f"{split}.parquet")
+            out.metrics[split] = _flag_counts(len(tasks), [c.flags for c in checks], FLAGS)
+            if checks:
+                out.metrics[split]["reference_similarity"] = round(sum(c.reference_similarity for c in checks) / len(checks), 4)
+        out.metrics["similarity_metric"] = p.scoring.similarity.metric
+    return out.metrics
+
+
+def _flag_counts(n: int, flags: list[list[str]], kinds: tuple[str, ...]) -> dict:
+    counted = Counter(f for fs in flags for f in fs)
+    return {"tasks": n, "flagged": sum(bool(fs) for fs in flags), **{f"flag_{k}": counted.get(k, 0) for k in kinds}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("domain", choices=DOMAINS)
+    domain = parser.parse_args().domain
+    metrics = {"backend": backend, "frontend": frontend}[domain](load_params())
+    print(pl.DataFrame([{"split": k, **v} for k, v in metrics.items() if k in ("train", "test")]))
 
 
 if __name__ == "__main__":

@@ -1,31 +1,36 @@
-"""Stage `trajectory_pairs`: preferences between trajectories of the same task (SWEET-RL step 2).
+"""Stage `trajectory_pairs@<domain>`: preferences between trajectories of the same task (SWEET-RL step 2).
 
-Reads params `pairs` and `data/rollout/trajectories.parquet`; writes `data/trajectory_pairs/`
-(`pairs.parquet`: task_id, chosen and rejected sample and reward; `manifest.json`) and
-`reports/trajectory_pairs/metrics.json` (pairs, tasks with a pair, tasks rolled out).
+`python -m stages.trajectory_pairs DOMAIN` reads params `pairs` and the domain's offline rollouts;
+backend pairs follow ColBench's backend rule, frontend pairs its frontend rule (`sweetflow.pairs`).
+Writes `data/DOMAIN/trajectory_pairs/` (`pairs.parquet`: task_id, chosen and rejected sample and
+reward; `manifest.json`) and `reports/DOMAIN/stages/trajectory_pairs/metrics.json` (pairs, tasks with
+a pair, tasks rolled out).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import polars as pl
 
+from sweetflow import paths
 from sweetflow.artifacts import stage_output
 from sweetflow.errors import run_stage
 from sweetflow.pairs import trajectory_pairs
 from sweetflow.params import load_params
 
-ROLLOUT = "data/rollout/trajectories.parquet"
-
 
 def main() -> None:
-    params = load_params()
-    p = params.pairs
-    trajectories = pl.read_parquet(ROLLOUT)
-    with stage_output("data/trajectory_pairs", "trajectory_pairs", {"pairs": p}, [ROLLOUT],
-                      metrics="reports/trajectory_pairs/metrics.json") as out:
-        pairs = trajectory_pairs(trajectories, p.mode, p.success_reward, p.min_gap)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("domain", choices=("backend", "frontend"))
+    domain = parser.parse_args().domain
+    p = load_params().pairs
+    rollout = paths.trajectories(domain, "rollout")
+    trajectories = pl.read_parquet(rollout)
+    with stage_output(paths.trajectory_pairs(domain), f"trajectory_pairs@{domain}", {"pairs": p}, [rollout],
+                      metrics=paths.stage_metrics(domain, "trajectory_pairs")) as out:  # fmt: skip
+        pairs = trajectory_pairs(trajectories, domain, p.success_reward, p.min_gap)
         pairs.write_parquet(out.dir / "pairs.parquet")
         out.metrics.update(
             pairs=pairs.height,

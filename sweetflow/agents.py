@@ -95,17 +95,34 @@ def _scripted_prompt(view: EpisodeView) -> str:
     return json.dumps(policy_chat(view))
 
 
-POLICY_SYSTEM_PROMPT = f"""\
+BACKEND_SYSTEM_PROMPT = f"""\
 You are a programming assistant working with a person who wants a Python function. Their request \
 leaves out details that only they know, and your function will be checked against exactly what \
 they have in mind. Ask them short, specific questions, one or two per message. When you know \
 enough, write {ANSWER_MARKER} followed by the complete function in a ```python block. You have at \
 most ten messages; the last one counts as your answer."""
 
+FRONTEND_SYSTEM_PROMPT = f"""\
+You are a web designer working with a person who wants a web page. Their description leaves out \
+most details (colours, texts, layout), and your final page will be compared with exactly the page \
+they have in mind. In each message you may show one complete page in HTML between <html> and \
+</html>, styled with Tailwind CSS 2.2.19 (<link \
+href="https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css" rel="stylesheet">) \
+and with pictures from https://picsum.photos/id/48/WIDTH/HEIGHT; the person will look at it and \
+tell you how it differs from what they want. When the page is right, write {ANSWER_MARKER} \
+followed by the final page. You have at most ten messages; the last one counts as your answer."""
+
+# The policy's instructions, by the domain of the task (EpisodeView.domain).
+POLICY_SYSTEM_PROMPTS = {"backend": BACKEND_SYSTEM_PROMPT, "frontend": FRONTEND_SYSTEM_PROMPT}
+
 
 def policy_chat(view: EpisodeView) -> list[dict]:
-    """The dialogue from the agent's side, as chat messages (the policy's own view: no hidden facts)."""
-    chat = [{"role": "system", "content": POLICY_SYSTEM_PROMPT}, {"role": "user", "content": view.problem_description}]
+    """The dialogue from the agent's side, as chat messages (the policy's own view: no hidden
+    information), with the instructions of the task's domain."""
+    chat = [
+        {"role": "system", "content": POLICY_SYSTEM_PROMPTS[view.domain]},
+        {"role": "user", "content": view.problem_description},
+    ]
     chat += [{"role": "assistant" if m.role == AGENT else "user", "content": m.content} for m in view.messages]
     return chat
 

@@ -66,9 +66,14 @@ def _grow(tree: Tree, node) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from sweetflow.params import RenderParams, SimilarityParams
     from sweetflow.scorefile import score_file
 
-    summary = score_file(args.file, args.domain, out=args.out, workers=args.workers)
+    if args.metric == "clip" and args.clip_checkpoint is None:
+        raise InputError("--metric clip needs --clip-checkpoint DIR (a local CLIP checkpoint)")
+    render = RenderParams(pages=args.workers) if args.workers else RenderParams()
+    similarity = SimilarityParams(metric=args.metric, clip_checkpoint=args.clip_checkpoint)
+    summary = score_file(args.file, args.domain, out=args.out, workers=args.workers, render=render, similarity=similarity)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -110,14 +115,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="score trajectories in ColBench's output shape (JSONL with task and answer)")
     p.add_argument("file", type=Path)
-    p.add_argument("--domain", choices=["backend"], required=True)
+    p.add_argument("--domain", choices=["backend", "frontend"], required=True)
     p.add_argument("--out", type=Path, help="also write per-row scores here (.jsonl or .parquet)")
-    p.add_argument("--workers", type=int, default=0, help="sandbox workers (0: one per core)")
+    p.add_argument(
+        "--workers", type=int, default=0, help="backend: sandbox workers (0: one per core); frontend: browser pages (0: 2)"
+    )
+    p.add_argument("--metric", choices=["pixels", "clip"], default="pixels", help="frontend: similarity metric")
+    p.add_argument("--clip-checkpoint", type=Path, help="frontend, metric clip: a local CLIP checkpoint directory")
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("export-trajectories", help="write trajectories in ColBench's official JSONL shape")
-    p.add_argument("trajectories", type=Path, help="a trajectories.parquet (data/rollout, data/evaluations/*)")
-    p.add_argument("--tasks", type=Path, required=True, help="the task table they ran on (data/tasks/*.parquet)")
+    p.add_argument("trajectories", type=Path, help="a trajectories.parquet (data/<domain>/rollout, data/<domain>/evaluations/*)")
+    p.add_argument("--tasks", type=Path, required=True, help="the task table they ran on (data/<domain>/tasks/*.parquet)")
     p.add_argument("--out", type=Path, required=True)
     p.set_defaults(func=cmd_export)
 

@@ -63,7 +63,7 @@ def snakemake_inputs(spec: StageSpec, produced: set[str]) -> list[str]:
     """Inputs as Snakemake should see them.
 
     A directory another stage produces stays whole, to match that stage's output. A directory that
-    holds other stages' outputs (the report reads `reports/backend`, where every evaluation writes
+    holds other stages' outputs (the report reads `reports/<domain>`, where every evaluation writes
     its metrics) becomes those outputs: DVC links a dependency to every output inside it, Snakemake
     only to outputs named exactly. A source directory's mtime doesn't change when a file inside it
     is edited, so it is expanded to its files.

@@ -43,6 +43,10 @@ class EpisodeView:
     # how to write the answer once they are known. Language-model agents never read these.
     topics: list[dict] = field(default_factory=list)
     template: str = ""
+    # Scripted design agents only: the target page's HTML. Like `topics`, it stands for what the
+    # human tells them: they act only on the differences the human's replies name.
+    target: str = ""
+    domain: str = "backend"  # "backend" (the answer is a Python function) or "frontend" (a web page)
 
     @property
     def turn(self) -> int:

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from sweetflow.errors import InputError
 
 PARAMS_FILE = Path("params.yaml")
+Domain = Literal["backend", "frontend"]
+DOMAINS: tuple[str, ...] = ("backend", "frontend")
 
 
 class Section(BaseModel):
@@ -125,7 +127,9 @@ class AgentParams(ServedBackend):
         "'transformers': a local checkpoint, generating in process.",
     )
     checkpoint: str | None = Field(
-        None, description="Backend 'transformers': directory of the checkpoint (e.g. models/base, a stage output)."
+        None,
+        description="Backend 'transformers': directory of the checkpoint (a stage output); none: the domain's base "
+        "model, models/<domain>/base.",
     )
     batch_size: int = Field(32, ge=1, description="Backend 'transformers': episodes generated together in one batch.")
     threads: int = Field(1, ge=0, description="Backend 'transformers' on CPU: torch threads for generation; 0: torch's default.")
@@ -226,8 +230,9 @@ class CandidatesParams(Section):
     n: int = Field(16, ge=2, description="Candidate actions per state (paper: 16).")
     seed: int = Field(0, description="Seed of the state sample and of the candidates' sampling.")
     policy: AgentParams = Field(
-        default_factory=lambda: AgentParams(backend="transformers", checkpoint="models/base"),
-        description="The sampling policy (paper: the base model at temperature 1.0); it must return log-probs.",
+        default_factory=lambda: AgentParams(backend="transformers"),
+        description="The sampling policy (paper: the base model at temperature 1.0; with no checkpoint, the domain's "
+        "base model); it must return log-probs.",
     )
 
 
@@ -268,7 +273,11 @@ class PolicyParams(TrainerParams, PreferenceParams):
     )
     critic: str | None = Field(None, description="Method 'sweet': the critic (a key of `critics`) whose step pairs to learn from.")
     length_normalize: bool = Field(False, description="Preference methods: normalise log-ratios by length (paper: off for the policy).")
-    min_reward: float = Field(1.0, description="Method 'rft': trajectories with at least this reward are kept (ColBench success: 1).")
+    min_reward: dict[Domain, float] = Field(
+        {"backend": 1.0, "frontend": 0.9},
+        description="Method 'rft': trajectories with at least this reward are kept, by domain (backend: 1 is ColBench's "
+        "success; frontend: a similarity to the target).",
+    )
 
     @model_validator(mode="after")
     def _sweet_needs_critic(self) -> "PolicyParams":
@@ -298,60 +307,177 @@ class RolloutParams(Section):
 
 
 class PairsParams(Section):
-    """Trajectory preferences from the offline rollouts (stage `trajectory_pairs`, SWEET-RL step 2)."""
+    """Trajectory preferences from the offline rollouts (stage `trajectory_pairs@<domain>`, SWEET-RL
+    step 2). Backend: the best sample of a task that reaches `success_reward` against each worse one;
+    frontend: every two samples whose rewards differ by at least `min_gap`."""
 
-    mode: Literal["backend", "frontend"] = Field(
-        "backend",
-        description="'backend': the best sample of a task that reaches success_reward against each worse one; "
-        "'frontend': every two samples whose rewards differ by at least min_gap.",
-    )
     success_reward: float = Field(1.0, description="Backend: the best sample must reach this reward (ColBench: 1).")
-    min_gap: float = Field(0.1, ge=0, description="Frontend: smallest reward difference that makes a pair.")
+    min_gap: float = Field(0.1, gt=0, description="Frontend: smallest similarity difference that makes a pair (ColBench: 0.1).")
 
 
 class EvaluateParams(Section):
-    """Evaluation on the test tasks (stages `evaluate@<method>`)."""
+    """Evaluation on the test tasks: the agents of `methods` (stages `evaluate@<domain>-<method>`), the
+    base model zero-shot (`evaluate_base@<domain>`) and every trained policy (`evaluate_policy@<domain>-<name>`)."""
 
     methods: list[str] = Field(
-        ["expert", "no_ask"], description="Agents (keys of `agents`) evaluated by the DAG, one stage `evaluate@<name>` each."
-    )
-    models: dict[str, str] = Field(
-        {"zero_shot": "models/base"},
-        description="Trained policies evaluated by the DAG: method name -> checkpoint directory (a stage output); "
-        "one stage `evaluate_model@<method>` each.",
+        ["expert", "no_ask"],
+        description="Agents (keys of `agents`) evaluated in every domain of `domains`, one stage each.",
     )
     policy: AgentParams = Field(
         default_factory=lambda: AgentParams(backend="transformers"),
-        description="How the checkpoints of `models` generate; each method's checkpoint fills in `checkpoint`.",
+        description="How evaluated checkpoints generate; each stage fills in `checkpoint` (the base model or a policy's seed).",
     )
     samples_per_task: int = Field(1, ge=1, description="Episodes per test task.")
     seed: int = Field(
         0, description="Seed of the episodes' sampling; a checkpoint's evaluation for each of `seeds` adds that seed to it."
     )
+    processes: int = Field(
+        2, ge=1, description="Checkpoints: seeds evaluated at once, each in its own process (results do not depend on it)."
+    )
+
+
+class RenderParams(Section):
+    """Rendering HTML pages to screenshots (frontend tasks): headless Chromium, fully offline."""
+
+    pages: int = Field(2, ge=1, description="Browser pages rendering at once; one browser serves them all.")
+    viewport_width: int = Field(1280, ge=64, description="Viewport width in CSS pixels; every screenshot has this width.")
+    viewport_height: int = Field(
+        800, ge=64, description="Viewport height in CSS pixels; the least screenshot height (pages are shot full length)."
+    )
+    max_height: int = Field(
+        4096, ge=64, description="Full-page screenshots are cut to this height, so that a huge page cannot exhaust memory."
+    )
+    timeout_s: float = Field(
+        10.0, gt=0, description="Time limit of one page (load and screenshot); a page over it, or whose renderer crashes, has no screenshot."
+    )
+    js_heap_mb: int = Field(
+        256, ge=16, description="V8 heap limit of a renderer, MiB: a page that allocates without bound crashes its renderer quickly."
+    )
+    tailwind_css: Path = Field(
+        Path("vendor/tailwindcss-2.2.19/tailwind.min.css"),
+        description="Local copy of tailwindcss@2.2.19 dist/tailwind.min.css (scripts/setup.sh fetches it), served for "
+        "the CDN link of every page.",
+    )
+    chromium: Path = Field(Path("/usr/bin/chromium"), description="The Chromium executable (Debian's package).")
+
+
+class SimilarityParams(Section):
+    """The frontend reward: visual similarity of an answer's screenshot to the target's. A method's win
+    rate is the share of tasks where its page is closer to the target than the page made from the
+    description alone (the `no_ask` designer's; the paper's reference is GPT-4o's page); a tie is half a win."""
+
+    metric: Literal["pixels", "clip"] = Field(
+        "pixels",
+        description="'pixels': an offline perceptual similarity needing no weights (not comparable with the paper's "
+        "numbers); 'clip': cosine similarity of CLIP image embeddings (paper: ViT-B/32), from `clip_checkpoint`.",
+    )
+    clip_checkpoint: Path | None = Field(
+        None, description="Metric 'clip': directory of a local CLIP checkpoint (model and image processor); nothing is downloaded."
+    )
+    batch_size: int = Field(16, ge=1, description="Metric 'clip': images embedded per forward pass.")
+    @model_validator(mode="after")
+    def _clip_needs_checkpoint(self) -> "SimilarityParams":
+        if self.metric == "clip" and self.clip_checkpoint is None:
+            raise ValueError("metric 'clip' needs clip_checkpoint (a local directory with a CLIP model)")
+        return self
+
+
+class FrontendTasksParams(Section):
+    """Frontend design tasks: generated offline (Tailwind pages of many site types) or imported from ColBench."""
+
+    source: Literal["procedural", "colbench"] = Field(
+        "procedural",
+        description="'procedural': generate pages and their vague descriptions by seed; 'colbench': import the official "
+        "frontend JSONL files (problem_description, ground_truth).",
+    )
+    seed: int = Field(0, description="Seed of the procedural generator.")
+    n_train: int = Field(
+        0, ge=0, le=10_000,
+        description="Training tasks to generate (procedural capacity 10,000); needed when the frontend is in train_domains.",
+    )  # fmt: skip
+    n_test: int = Field(100, ge=1, le=500, description="Test tasks to generate (procedural capacity 500; ColBench's test set has 500).")
+    colbench_train: Path | None = Field(None, description="Official frontend train JSONL, for source 'colbench'.")
+    colbench_test: Path | None = Field(None, description="Official frontend test JSONL, for source 'colbench'.")
+    colbench_test_rows: int = Field(500, ge=1, description="Use the first N rows of the test file (the official test set is 500).")
+
+    @model_validator(mode="after")
+    def _colbench_needs_test_file(self) -> "FrontendTasksParams":
+        if self.source == "colbench" and self.colbench_test is None:
+            raise ValueError("source 'colbench' needs colbench_test (path to the official frontend test JSONL)")
+        return self
+
+
+class DesignSimulatorParams(ServedBackend):
+    """The simulated human of frontend design tasks: it compares the agent's page with the target."""
+
+    backend: Literal["scripted", "openai"] = Field(
+        "scripted",
+        description="'scripted': offline, names the most outstanding differences read from both pages' HTML; 'openai': "
+        "a vision-language model is shown screenshots of both pages (needs the renderer).",
+    )
+    max_differences: int = Field(
+        8, ge=1, description="Scripted: most differences named in one reply (whole sentences, most outstanding first)."
+    )
+    max_reply_chars: int = Field(1000, ge=1, description="Replies are cut to this many characters (ColBench: 1,000).")
+    max_new_tokens: int = Field(256, ge=1, description="Backend 'openai': most tokens generated per reply.")
+    endpoint: EndpointParams | None = Field(None, description="Backend 'openai': the endpoint serving the vision-language model.")
+
+
+class FrontendScoringParams(Section):
+    """How frontend answers are scored: rendered offline, then compared with the target's screenshot."""
+
+    render: RenderParams = Field(default_factory=RenderParams, description=RenderParams.__doc__)
+    similarity: SimilarityParams = Field(default_factory=SimilarityParams, description=SimilarityParams.__doc__)
+
+
+# Each domain has the same four sections, so that a stage of either declares the same params keys.
+class BackendParams(Section):
+    """Backend programming (ColBench): a Python function, checked by hidden unit tests run in the sandbox."""
+
+    tasks: TasksParams = Field(default_factory=TasksParams, description=TasksParams.__doc__)
+    simulator: SimulatorParams = Field(default_factory=SimulatorParams, description=SimulatorParams.__doc__)
+    scoring: SandboxParams = Field(default_factory=SandboxParams, description=SandboxParams.__doc__)
+    model: ModelParams = Field(default_factory=ModelParams, description=ModelParams.__doc__)
+
+
+class FrontendParams(Section):
+    """Frontend design (ColBench): a Tailwind page, rewarded by the visual similarity of its screenshot to the target's."""
+
+    tasks: FrontendTasksParams = Field(default_factory=FrontendTasksParams, description=FrontendTasksParams.__doc__)
+    simulator: DesignSimulatorParams = Field(default_factory=DesignSimulatorParams, description=DesignSimulatorParams.__doc__)
+    scoring: FrontendScoringParams = Field(default_factory=FrontendScoringParams, description=FrontendScoringParams.__doc__)
+    model: ModelParams = Field(default_factory=ModelParams, description=ModelParams.__doc__)
+
+
 
 
 class Params(Section):
     """The whole of params.yaml."""
 
-    tasks: TasksParams = Field(default_factory=TasksParams, description=TasksParams.__doc__)
-    sandbox: SandboxParams = Field(default_factory=SandboxParams, description=SandboxParams.__doc__)
-    simulator: SimulatorParams = Field(default_factory=SimulatorParams, description=SimulatorParams.__doc__)
-    agents: dict[str, AgentParams] = Field(
-        default_factory=default_agents, description="Named agents; rollouts and evaluations refer to them by name."
+    train_domains: list[Domain] = Field(
+        ["backend"],
+        description="Domains that go through the trained chain (demonstrations, base model, rollouts, critics, "
+        "policies and their evaluations). Both domains always get their tasks and the reference agents' evaluations.",
     )
-    model: ModelParams = Field(default_factory=ModelParams, description=ModelParams.__doc__)
-    pairs: PairsParams = Field(default_factory=PairsParams, description=PairsParams.__doc__)
+    backend: BackendParams = Field(default_factory=BackendParams, description=BackendParams.__doc__)
+    frontend: FrontendParams = Field(default_factory=FrontendParams, description=FrontendParams.__doc__)
+    agents: dict[str, AgentParams] = Field(
+        default_factory=default_agents,
+        description="Named agents; rollouts and evaluations refer to them by name. A scripted or no_ask agent plays "
+        "each domain's own part (asking for facts, or applying named differences to a page).",
+    )
     episodes: EpisodeParams = Field(default_factory=EpisodeParams, description=EpisodeParams.__doc__)
     demos: RolloutParams = Field(
         default_factory=lambda: RolloutParams(agent="demonstrator", samples_per_task=2),
-        description="Scripted demonstrations that warm-start the tiny base policy (stage `demos`).",
+        description="Scripted demonstrations that warm-start a tiny base policy (stage `demos@<domain>`).",
     )
     rollout: RolloutParams = Field(
-        default_factory=RolloutParams, description="Offline data of SWEET-RL step 1 (stage `rollout`)."
+        default_factory=RolloutParams, description="Offline data of SWEET-RL step 1 (stage `rollout@<domain>`)."
     )
+    pairs: PairsParams = Field(default_factory=PairsParams, description=PairsParams.__doc__)
     critics: dict[str, CriticParams] = Field(
         default_factory=lambda: {"with_info": CriticParams(), "no_info": CriticParams(training_info=False)},
-        description="SWEET-RL critics, one stage `critic@<name>` each (with and without training-time information).",
+        description="SWEET-RL critics, one stage `critic@<domain>-<name>` each (with and without training-time information).",
     )
     candidates: CandidatesParams = Field(default_factory=CandidatesParams, description=CandidatesParams.__doc__)
     rank: RankParams = Field(default_factory=RankParams, description=RankParams.__doc__)
@@ -363,7 +489,7 @@ class Params(Section):
             "mtdpo": PolicyParams(method="mtdpo", epochs=4),
             "sweet": PolicyParams(method="sweet", critic="with_info", nll_coef=0.01),
         },
-        description="Trained policies, one stage `policy@<name>` each (SWEET-RL and its baselines).",
+        description="Trained policies, one stage `policy@<domain>-<name>` each (SWEET-RL and its baselines).",
     )
     seeds: list[int] = Field(
         [0, 1, 2], min_length=1,
@@ -380,9 +506,18 @@ class Params(Section):
         for name, policy in self.policies.items():
             if policy.critic and policy.critic not in self.critics:
                 raise ValueError(f"policies.{name}.critic: no critic named {policy.critic!r}; defined: {sorted(self.critics)}")
-        if len(set(self.seeds)) != len(self.seeds):
-            raise ValueError(f"seeds: each seed once; got {self.seeds}")
+        for name in ("train_domains", "seeds"):
+            values = getattr(self, name)
+            if len(set(values)) != len(values):
+                raise ValueError(f"{name}: each value once; got {values}")
+        for domain in self.train_domains:
+            if self.domain(domain).tasks.n_train == 0 and self.domain(domain).tasks.source == "procedural":
+                raise ValueError(f"train_domains has {domain!r}, whose tasks.n_train is 0: nothing to train on")
         return self
+
+    def domain(self, name: str) -> BackendParams | FrontendParams:
+        """The params of one domain (`backend` or `frontend`)."""
+        return getattr(self, name)
 
 
 class ParamsError(InputError):

@@ -110,10 +110,50 @@ def segment_logps(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Forward `model` (a causal LM returning `.logits`) on a collated batch; per-segment log-prob
     sums and token counts, [B, K]. The reference cache and the training step both go through here,
-    so their masking is the same by construction (at initialisation every log-ratio is exactly 0)."""
+    so their masking is the same by construction (at initialisation every log-ratio is exactly 0).
+
+    A batch from `collate_shared_prefix` (it has `prefix_ids`) reads each distinct prefix once; one
+    from `collate_segmented` reads every row whole. Both give the same numbers."""
+    if "prefix_ids" in batch:
+        return _shared_prefix_logps(model, batch, num_segments)
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
     segment_ids = batch["segment_ids"]
     return segment_logp_sums(token_logprobs(logits, batch["input_ids"], segment_ids >= 0), segment_ids, num_segments)
+
+
+def _shared_prefix_logps(
+    model: nn.Module, batch: dict[str, torch.Tensor], num_segments: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two forward passes: the distinct prefixes (right-padded, keeping their key/value cache), then
+    every row's suffix on top of its prefix's cache. Gradients flow through the cache into the
+    prefix pass, so a training step is exact: a prefix shared by k rows is simply read once."""
+    prefix_ids, prefix_mask, group = batch["prefix_ids"], batch["prefix_mask"], batch["group"]
+    prefix_len = prefix_mask.sum(dim=1)
+    last = prefix_len - 1  # the prefix position whose logits predict the suffix's first token
+    keep = torch.unique(last)  # only these positions' logits: a long prefix's [L, V] logits are huge
+    out = model(
+        input_ids=prefix_ids, attention_mask=prefix_mask, position_ids=_positions(prefix_mask),
+        use_cache=True, logits_to_keep=keep,
+    )  # fmt: skip
+    if out.past_key_values is None:
+        raise ValueError("the model returned no cache (gradient checkpointing?): collate with collate_segmented")
+    first_logits = out.logits[torch.arange(len(last), device=last.device), torch.searchsorted(keep, last)][group]
+    cache = out.past_key_values
+    cache.batch_select_indices(group)  # one copy of its prefix's keys and values per row
+    suffix_ids, suffix_mask, segment_ids = batch["input_ids"], batch["attention_mask"], batch["segment_ids"]
+    attention = torch.cat([prefix_mask[group], suffix_mask], dim=1)
+    positions = prefix_len[group, None] + torch.arange(suffix_ids.shape[1], device=suffix_ids.device)
+    logits = model(input_ids=suffix_ids, attention_mask=attention, position_ids=positions, past_key_values=cache).logits
+    scored = segment_ids >= 0
+    # Suffix token 0 is predicted by its prefix's last logits; token t > 0 by the suffix's logits at t − 1.
+    first = _label_logprob(first_logits.float(), suffix_ids[:, 0])
+    rest = token_logprobs(logits, suffix_ids, torch.cat([torch.zeros_like(scored[:, :1]), scored[:, 1:]], dim=1))
+    token_logps = torch.cat([torch.where(scored[:, 0], first, 0.0)[:, None], rest[:, 1:]], dim=1)
+    return segment_logp_sums(token_logps, segment_ids, num_segments)
+
+
+def _positions(mask: torch.Tensor) -> torch.Tensor:
+    return (mask.cumsum(dim=1) - 1).clamp(min=0)
 
 
 # --- the loss ---------------------------------------------------------------------------------------
@@ -217,6 +257,42 @@ def collate_segmented(sequences: Sequence[SegmentedSequence], pad_id: int) -> di
     return batch
 
 
+def collate_shared_prefix(sequences: Sequence[SegmentedSequence], pad_id: int) -> dict[str, torch.Tensor]:
+    """A batch in which rows that start with the same tokens share one forward pass over them.
+
+    Each sequence is cut before its first scored token: the prefix (prompt, state, the critic's
+    training-time information) and the suffix (the responses and what follows). Rows whose prefixes
+    are equal — the 16 candidates of a state, the two sides of a step pair, the samples of one task —
+    point (`group`) at one row of `prefix_ids`. Both parts are right-padded; `segment_ids` are the
+    suffix's. `segment_logps` reads the prefixes once and each suffix on top of its prefix's cache."""
+    index: dict[tuple[int, ...], int] = {}
+    prefixes, suffixes, groups = [], [], []
+    for s in sequences:
+        start = next((i for i, k in enumerate(s.segment_ids) if k != NOT_SCORED), None)
+        if start is None:
+            raise ValueError("a sequence has no scored token: nothing of it would be compared")
+        if start == 0:
+            raise ValueError("position 0 of a sequence cannot be scored: no logits predict it")
+        key = tuple(s.input_ids[:start])
+        if key not in index:
+            index[key] = len(prefixes)
+            prefixes.append(SegmentedSequence(list(key), [NOT_SCORED] * start))
+        groups.append(index[key])
+        suffixes.append(SegmentedSequence(s.input_ids[start:], s.segment_ids[start:]))
+    prefix, suffix = collate_segmented(prefixes, pad_id), collate_segmented(suffixes, pad_id)
+    return {
+        "prefix_ids": prefix["input_ids"],
+        "prefix_mask": prefix["attention_mask"],
+        "group": torch.tensor(groups, dtype=torch.long),
+        **suffix,
+    }
+
+
+def batch_tokens(batch: dict[str, torch.Tensor]) -> int:
+    """Tokens a forward pass over the batch reads (for tokens/s)."""
+    return int(batch["attention_mask"].sum()) + int(batch["prefix_mask"].sum() if "prefix_mask" in batch else 0)
+
+
 @dataclass
 class SegmentLogps:
     """Per-segment log-prob sums and token counts of a dataset under one model, [N, K], row i for
@@ -247,7 +323,7 @@ def reference_segment_logps(
     model.eval()
     sums, counts = [], []
     for start in range(0, len(sequences), batch_size):
-        batch = collate_segmented(sequences[start : start + batch_size], pad_id)
+        batch = collate_shared_prefix(sequences[start : start + batch_size], pad_id)
         s, c = segment_logps(model, batch, num_segments)
         sums.append(s)
         counts.append(c)

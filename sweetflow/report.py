@@ -1,5 +1,5 @@
-"""The final report: the paper's Table 2 rebuilt from our evaluations, a check of the paper's
-ordering, and plots of the methods and of the training curves.
+"""The final report: the paper's Table 2 rebuilt from our evaluations, domain by domain, a check of
+the paper's ordering, and plots of the methods and of the training curves.
 
 Every input may be missing (stages not run yet); a missing method becomes a "not run" row and a
 missing curve a missing line, so the report can be written at any point of the pipeline.
@@ -29,32 +29,60 @@ SCRIPTED = {
     "no_ask": "No questions (scripted, lower bound)",
 }
 LABELS = {**TRAINED, "sweet_no_info": "SWEET-RL without training-time information", **SCRIPTED}
-# Paper (arXiv 2503.15478), Llama-3.1-8B on the official ColBench backend: (% tests passed, % success).
-PAPER = {
-    "zero_shot": (34.2, 22.4),
-    "rft": (40.9, 28.2),
-    "mtdpo": (48.0, 34.4),
-    "sweet": (56.8, 40.4),
-    "sweet_no_info": (44.0, 31.2),
-}
-PAPER_GPT4O = (54.6, 40.4)
-# The reference solutions scored against their own tests: a check of the benchmark, not a method.
+# The reference solutions scored as answers: a check of the benchmark, not a method.
 REFERENCE = "reference"
 NOT_RUN = "not run"
 DPI = 100
 
 
 @dataclass(frozen=True)
+class DomainSpec:
+    """How one domain's results are read and shown: its two headline metrics (fractions in the
+    metrics files, % in the table), the one the paper's ordering is checked on, and the paper's
+    numbers (arXiv 2503.15478, Table 2 and ablations, Llama-3.1-8B; GPT-4o collaborating)."""
+
+    title: str
+    metrics: tuple[str, str]
+    columns: tuple[str, str]
+    goal_metric: int  # index into `metrics`
+    description: str
+    paper: dict[str, tuple[float, float]]
+    gpt4o: tuple[float, float]
+
+
+DOMAINS = {
+    "backend": DomainSpec(
+        "Backend programming",
+        ("tests_passed", "success_rate"),
+        ("tests passed", "success"),
+        1,
+        "% of hidden tests passed and % of tasks solved (all tests passed)",
+        {"zero_shot": (34.2, 22.4), "rft": (40.9, 28.2), "mtdpo": (48.0, 34.4), "sweet": (56.8, 40.4),
+         "sweet_no_info": (44.0, 31.2)},  # fmt: skip
+        (54.6, 40.4),
+    ),
+    "frontend": DomainSpec(
+        "Frontend design",
+        ("similarity", "win_rate"),
+        ("similarity", "win rate"),
+        1,
+        "mean visual similarity of the final page to the target (×100) and % of tasks on which the page is "
+        "closer to the target than the page made from the description alone (a tie is half a win)",
+        {"zero_shot": (72.4, 33.8), "rft": (75.2, 38.6), "mtdpo": (76.9, 42.8), "sweet": (77.7, 48.2)},
+        (78.1, 50.0),
+    ),
+}
+
+
+@dataclass(frozen=True)
 class Row:
-    """One method of the table; means and stds are fractions, stds None for a single run."""
+    """One method of a domain's table; means and stds are fractions, stds None for a single run."""
 
     method: str
     label: str
     ran: bool
-    tests_passed: float | None = None
-    tests_passed_std: float | None = None
-    success: float | None = None
-    success_std: float | None = None
+    means: tuple[float | None, float | None] = (None, None)
+    stds: tuple[float | None, float | None] = (None, None)
     n_seeds: int = 0
     paper: tuple[float, float] | None = None
 
@@ -82,60 +110,58 @@ def _number(data: dict, key: str, path: Path) -> float:
     return float(value)
 
 
-def method_row(method: str, data: dict, path: Path) -> Row:
+def method_row(method: str, data: dict, path: Path, spec: DomainSpec) -> Row:
     """A Row from one metrics.json: a single run, or a checkpoint's means over seeds (has "seeds")."""
-    tests, success = _number(data, "tests_passed", path), _number(data, "success_rate", path)
+    means = tuple(_number(data, key, path) for key in spec.metrics)
     if "seeds" not in data:
-        return Row(method, label(method), True, tests, None, success, None, 1, PAPER.get(method))
+        return Row(method, label(method), True, means, (None, None), 1, spec.paper.get(method))
     if not isinstance(data["seeds"], dict) or not data["seeds"]:
         raise InputError(f"{path}: field 'seeds' must be a non-empty mapping of seed to metrics")
-    return Row(
-        method, label(method), True,
-        tests, _number(data, "tests_passed_std", path),
-        success, _number(data, "success_rate_std", path),
-        len(data["seeds"]), PAPER.get(method),
-    )  # fmt: skip
+    stds = tuple(_number(data, f"{key}_std", path) for key in spec.metrics)
+    return Row(method, label(method), True, means, stds, len(data["seeds"]), spec.paper.get(method))
 
 
 def label(method: str) -> str:
     return LABELS.get(method, method)
 
 
-def read_methods(backend: Path) -> dict[str, Row]:
-    """Every `<backend>/<method>/metrics.json` present, by method name."""
-    if not backend.is_dir():
+def read_methods(domain_reports: Path, spec: DomainSpec) -> dict[str, Row]:
+    """Every `<domain_reports>/<method>/metrics.json` present, by method name."""
+    if not domain_reports.is_dir():
         return {}
     return {
-        d.name: method_row(d.name, read_json(d / "metrics.json"), d / "metrics.json")
-        for d in sorted(backend.iterdir())
+        d.name: method_row(d.name, read_json(d / "metrics.json"), d / "metrics.json", spec)
+        for d in sorted(domain_reports.iterdir())
         if (d / "metrics.json").is_file()
     }
 
 
-def table_rows(methods: dict[str, Row]) -> list[Row]:
-    """Table 2's rows: the paper's methods (present or not), other trained methods, the scripted
-    bounds (present or not), then any other single-run agent; the reference is left out."""
+def table_rows(methods: dict[str, Row], spec: DomainSpec, trained: bool = True) -> list[Row]:
+    """Table 2's rows: the paper's methods (present or not, when the domain is trained), other
+    trained methods, the scripted bounds (present or not), then any other single-run agent; the
+    reference is left out."""
     others = sorted(m for m in methods if m not in TRAINED and m not in SCRIPTED and m != REFERENCE)
+    paper_rows = list(TRAINED) if trained else [m for m in TRAINED if m in methods]
     order = (
-        list(TRAINED)
-        + [m for m in others if methods[m].tests_passed_std is not None]
+        paper_rows
+        + [m for m in others if methods[m].n_seeds and methods[m].stds[0] is not None]
         + list(SCRIPTED)
-        + [m for m in others if methods[m].tests_passed_std is None]
+        + [m for m in others if methods[m].stds[0] is None]
     )
-    return [methods.get(m) or Row(m, label(m), False, paper=PAPER.get(m)) for m in order]
+    return [methods.get(m) or Row(m, label(m), False, paper=spec.paper.get(m)) for m in order]
 
 
-def read_critics(reports: Path) -> list[dict]:
-    """Per critic, the optional numbers of `<reports>/critics/<name>/metrics.json` (training pairs,
-    held-out pair accuracy) and `<reports>/critic_check/<name>/metrics.json` (ranking agreement);
-    None where absent."""
-    names = sorted({d.name for sub in ("critics", "critic_check") for d in _subdirs(reports / sub)})
+def read_critics(stage_reports: Path) -> list[dict]:
+    """Per critic, the optional numbers of `<stage_reports>/critics/<name>/metrics.json` (training
+    pairs, held-out pair accuracy) and `<stage_reports>/critic_check/<name>/metrics.json` (ranking
+    agreement); None where absent."""
+    names = sorted({d.name for sub in ("critics", "critic_check") for d in _subdirs(stage_reports / sub)})
     rows = []
     for name in names:
         row = {"critic": name, "pairs": None, "heldout_accuracy": None, "ranking_agreement": None}
         for sub, fields in (("critics", (("pairs", "train_pairs"), ("heldout_accuracy", "heldout_accuracy"))),
                             ("critic_check", (("ranking_agreement", "ranking_agreement"),))):  # fmt: skip
-            path = reports / sub / name / "metrics.json"
+            path = stage_reports / sub / name / "metrics.json"
             if path.is_file():
                 data = read_json(path)
                 for field, key in fields:
@@ -163,22 +189,22 @@ def read_curve(path: Path) -> tuple[list[float], list[float]]:
     return steps, values
 
 
-def find_curves(reports: Path) -> list[tuple[str, list[tuple[str, Path]]]]:
+def find_curves(stage_reports: Path, prefix: str = "") -> list[tuple[str, list[tuple[str, Path]]]]:
     """Panels of training curves as (title, [(line label, TSV path)]), only for files present."""
     panels = []
 
     def panel(title: str, lines: list[tuple[str, Path]]) -> None:
         present = [(name, p) for name, p in lines if p.is_file()]
         if present:
-            panels.append((title, present))
+            panels.append((prefix + title, present))
 
     def train_eval(metrics: Path) -> list[tuple[str, Path]]:
         return [("train", metrics / "train" / "loss.tsv"), ("eval", metrics / "eval" / "loss.tsv")]
 
-    panel("base policy (SFT)", train_eval(reports / "base_model" / "plots" / "metrics"))
-    for d in _subdirs(reports / "critics"):
+    panel("base policy (SFT)", train_eval(stage_reports / "base_model" / "plots" / "metrics"))
+    for d in _subdirs(stage_reports / "critics"):
         panel(f"critic {d.name}", train_eval(d / "plots" / "metrics"))
-    for d in _subdirs(reports / "policies"):
+    for d in _subdirs(stage_reports / "policies"):
         seeds = [s for s in _subdirs(d / "plots") if s.name.startswith("seed") and s.name[4:].isdigit()]
         seeds.sort(key=lambda s: int(s.name[4:]))
         panel(f"policy {d.name}", [(s.name.replace("seed", "seed "), s / "metrics" / "train" / "loss.tsv")
@@ -193,24 +219,27 @@ def _subdirs(path: Path) -> list[Path]:
 # --- the goal check ---------------------------------------------------------------------------------
 
 
-def goal_check(rows: list[Row]) -> dict:
-    """Does SWEET-RL > MT-DPO > RFT ≥ zero-shot hold on mean success, and is the SWEET-RL − MT-DPO
-    gap larger than the seed spread (the larger of the two methods' sample stds of success)?"""
+def goal_check(rows: list[Row], spec: DomainSpec) -> dict:
+    """Does SWEET-RL > MT-DPO > RFT ≥ zero-shot hold on the domain's goal metric (backend: success;
+    frontend: win rate), and is the SWEET-RL − MT-DPO gap larger than the seed spread (the larger
+    of the two methods' sample stds)?"""
+    k = spec.goal_metric
     ran = {r.method: r for r in rows if r.ran}
     needed = ["sweet", "mtdpo", "rft", "zero_shot"]
     missing = [m for m in needed if m not in ran]
     if missing:
-        return {"made": False, "missing": missing}
-    s = {m: ran[m].success for m in needed}
+        return {"made": False, "missing": missing, "metric": spec.metrics[k]}
+    s = {m: ran[m].means[k] for m in needed}
     links = [("sweet", "mtdpo", s["sweet"] > s["mtdpo"]), ("mtdpo", "rft", s["mtdpo"] > s["rft"]),
              ("rft", "zero_shot", s["rft"] >= s["zero_shot"])]  # fmt: skip
     # A spread needs at least two seeds of both methods; a single run has no std.
     multi_seed = all(ran[m].n_seeds >= 2 for m in ("sweet", "mtdpo"))
-    spread = max(ran["sweet"].success_std, ran["mtdpo"].success_std) if multi_seed else None
+    spread = max(ran["sweet"].stds[k], ran["mtdpo"].stds[k]) if multi_seed else None
     gap = s["sweet"] - s["mtdpo"]
     return {
         "made": True,
-        "success": s,
+        "metric": spec.metrics[k],
+        "values": s,
         "ordering_holds": all(ok for _, _, ok in links),
         "ordering_fails_at": [f"{a} vs {b}" for a, b, ok in links if not ok],
         "gap": gap,
@@ -219,24 +248,25 @@ def goal_check(rows: list[Row]) -> dict:
     }
 
 
-def goal_sentences(check: dict) -> list[str]:
+def goal_sentences(check: dict, spec: DomainSpec) -> list[str]:
+    name = spec.columns[spec.goal_metric]
     if not check["made"]:
         names = ", ".join(f"{label(m)} (`{m}`)" for m in check["missing"])
         return [f"The check cannot be made: not run yet: {names}."]
-    s = {m: _pct(v) for m, v in check["success"].items()}
-    chain = f"{s['sweet']}% > {s['mtdpo']}% > {s['rft']}% ≥ {s['zero_shot']}%"
+    s = {m: _pct(v) for m, v in check["values"].items()}
+    chain = f"{s['sweet']} > {s['mtdpo']} > {s['rft']} ≥ {s['zero_shot']}"
     if check["ordering_holds"]:
-        ordering = f"SWEET-RL > MT-DPO > RFT ≥ Zero-shot on mean success **holds** ({chain})."
+        ordering = f"SWEET-RL > MT-DPO > RFT ≥ Zero-shot on mean {name} **holds** ({chain})."
     else:
         fails = "; ".join(" vs ".join(label(m) for m in link.split(" vs ")) for link in check["ordering_fails_at"])
-        ordering = f"SWEET-RL > MT-DPO > RFT ≥ Zero-shot on mean success **does not hold** ({chain}; fails at: {fails})."
-    gap = f"The SWEET-RL − MT-DPO gap in mean success is {check['gap'] * 100:.1f} points"
+        ordering = f"SWEET-RL > MT-DPO > RFT ≥ Zero-shot on mean {name} **does not hold** ({chain}; fails at: {fails})."
+    gap = f"The SWEET-RL − MT-DPO gap in mean {name} is {check['gap'] * 100:.1f} points"
     if check["spread"] is None:
         spread = f"{gap}; the seed spread cannot be estimated: SWEET-RL and MT-DPO need at least two seeds each."
     else:
         verdict = "**holds**" if check["gap_exceeds_spread"] else "**does not hold**"
         spread = (f"{gap}; the seed spread, defined as the larger of the two methods' sample standard "
-                  f"deviations of success over seeds, is {check['spread'] * 100:.1f} points: gap > spread {verdict}.")  # fmt: skip
+                  f"deviations of {name} over seeds, is {check['spread'] * 100:.1f} points: gap > spread {verdict}.")  # fmt: skip
     return [ordering, spread]
 
 
@@ -254,68 +284,49 @@ def cell(mean: float | None, std: float | None) -> str:
     return _pct(mean) if std is None else f"{_pct(mean)} ± {_pct(std)}"
 
 
-def render_markdown(
-    rows: list[Row], check: dict, seeds: list[int], reference: Row | None, critics: list[dict], plots: str
-) -> str:
+@dataclass
+class DomainResults:
+    """Everything the report shows for one domain."""
+
+    domain: str
+    rows: list[Row]
+    check: dict
+    reference: Row | None
+    critics: list[dict]
+
+    @property
+    def spec(self) -> DomainSpec:
+        return DOMAINS[self.domain]
+
+
+def read_domain(reports: Path, domain: str, trained: bool) -> DomainResults:
+    spec = DOMAINS[domain]
+    methods = read_methods(reports / domain, spec)
+    rows = table_rows(methods, spec, trained)
+    return DomainResults(domain, rows, goal_check(rows, spec), methods.get(REFERENCE), read_critics(reports / domain / "stages"))
+
+
+def render_markdown(results: list[DomainResults], seeds: list[int], plots: str) -> str:
     """results.md; `plots` is the directory of the PNGs relative to where the file is read."""
-    counts = sorted({r.n_seeds for r in rows if r.ran and r.tests_passed_std is not None})
     out = [
-        "# sweetflow results: SWEET-RL on ColBench (backend)",
+        "# sweetflow results: SWEET-RL on ColBench",
         "",
         (f"Each trained policy is trained, and each checkpoint evaluated, once per seed over "
          f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} ({', '.join(map(str, seeds))}); "
-         f"the scripted agents run once. Numbers are % of hidden tests passed and % of tasks solved "
-         f"(all tests passed) on the test tasks."),
+         f"the scripted agents run once."),
         "",
-        "## Table 2 layout",
-        "",
-        "| method | key | tests passed (%) | success (%) | seeds | paper: tests passed (%) | paper: success (%) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        paper = r.paper or ("—", "—")
-        out.append(
-            f"| {r.label} | `{r.method}` | {cell(r.tests_passed, r.tests_passed_std)} | "
-            f"{cell(r.success, r.success_std)} | {r.n_seeds if r.ran else '—'} | {paper[0]} | {paper[1]} |"
-        )
-    out.append("")
-    if counts and [len(seeds)] != counts:
-        out.append(f"Note: params list {len(seeds)} seeds but the evaluated checkpoints have "
-                   f"{', '.join(map(str, counts))}; rerun the pipeline for the current seeds.")  # fmt: skip
-        out.append("")
-    if reference is None:
-        out.append("Reference solutions scored against their own tests (sanity check of the benchmark): not run.")
-    else:
-        out.append(f"Reference solutions scored against their own tests (sanity check of the benchmark, "
-                   f"expected 100%): {_pct(reference.tests_passed)}% tests passed, {_pct(reference.success)}% success.")  # fmt: skip
-    out += [
-        "",
-        (f"The paper's numbers (arXiv 2503.15478, Table 2 and ablations; GPT-4o, collaborative: "
-         f"{PAPER_GPT4O[0]} / {PAPER_GPT4O[1]}) are for Llama-3.1-8B on the official ColBench. They are "
-         f"not comparable with this project's tiny default (a sub-million-parameter policy on procedurally "
-         f"generated tasks); compare the ordering of the methods, not the values."),
-        "",
-        "## Goal check",
-        "",
-        *goal_sentences(check),
+        "The paper's numbers (arXiv 2503.15478) are for Llama-3.1-8B on the official ColBench. They are not "
+        "comparable with this project's tiny default (a sub-million-parameter policy on procedurally generated "
+        "tasks, and an offline image similarity instead of CLIP for the frontend); compare the ordering of the "
+        "methods, not the values.",
         "",
     ]
-    if critics:
-        out += [
-            "## Critics",
-            "",
-            "| critic | trajectory pairs | held-out pair accuracy (%) | ranking agreement (%) |",
-            "|---|---|---|---|",
-        ]
-        for c in critics:
-            pairs = "—" if c["pairs"] is None else f"{c['pairs']:.0f}"
-            acc, agree = (("—" if c[k] is None else _pct(c[k])) for k in ("heldout_accuracy", "ranking_agreement"))
-            out.append(f"| `{c['critic']}` | {pairs} | {acc} | {agree} |")
-        out.append("")
+    for r in results:
+        out += _domain_markdown(r, seeds)
     out += [
         "## Plots",
         "",
-        f"![Tests passed and success per method]({plots}/methods.png)",
+        f"![The headline metrics per method]({plots}/methods.png)",
         "",
         f"![Training loss curves]({plots}/training_curves.png)",
         "",
@@ -323,15 +334,64 @@ def render_markdown(
     return "\n".join(out)
 
 
-def results_data(rows: list[Row], check: dict, seeds: list[int], reference: Row | None, critics: list[dict]) -> dict:
-    """The table as data (results.json)."""
+def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
+    spec = r.spec
+    a, b = spec.columns
+    out = [
+        f"## {spec.title} (`{r.domain}`)",
+        "",
+        f"Numbers are {spec.description}, on the test tasks.",
+        "",
+        f"| method | key | {a} (%) | {b} (%) | seeds | paper: {a} (%) | paper: {b} (%) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in r.rows:
+        paper = row.paper or ("—", "—")
+        out.append(
+            f"| {row.label} | `{row.method}` | {cell(row.means[0], row.stds[0])} | {cell(row.means[1], row.stds[1])} "
+            f"| {row.n_seeds if row.ran else '—'} | {paper[0]} | {paper[1]} |"
+        )
+    out += ["", f"GPT-4o, collaborative, in the paper: {spec.gpt4o[0]} / {spec.gpt4o[1]}.", ""]
+    counts = sorted({row.n_seeds for row in r.rows if row.ran and row.stds[0] is not None})
+    if counts and [len(seeds)] != counts:
+        out += [f"Note: params list {len(seeds)} seeds but the evaluated checkpoints have "
+                f"{', '.join(map(str, counts))}; rerun the pipeline for the current seeds.", ""]  # fmt: skip
+    if r.reference is None:
+        out += ["References scored as answers (sanity check of the benchmark): not run.", ""]
+    else:
+        values = ", ".join(f"{_pct(v)}% {name}" for v, name in zip(r.reference.means, spec.columns))
+        out += [f"References scored as answers (sanity check of the benchmark, expected 100%): {values}.", ""]
+    out += [f"### Goal check ({r.domain})", "", *goal_sentences(r.check, spec), ""]
+    if r.critics:
+        out += [
+            f"### Critics ({r.domain})",
+            "",
+            "| critic | trajectory pairs | held-out pair accuracy (%) | ranking agreement (%) |",
+            "|---|---|---|---|",
+        ]
+        for c in r.critics:
+            pairs = "—" if c["pairs"] is None else f"{c['pairs']:.0f}"
+            acc, agree = (("—" if c[k] is None else _pct(c[k])) for k in ("heldout_accuracy", "ranking_agreement"))
+            out.append(f"| `{c['critic']}` | {pairs} | {acc} | {agree} |")
+        out.append("")
+    return out
+
+
+def results_data(results: list[DomainResults], seeds: list[int]) -> dict:
+    """The tables as data (results.json)."""
     return {
         "seeds": seeds,
-        "rows": [asdict(r) for r in rows],
-        "reference": None if reference is None else asdict(reference),
-        "goal_check": check,
-        "critics": critics,
-        "paper_gpt4o": PAPER_GPT4O,
+        "domains": {
+            r.domain: {
+                "metrics": r.spec.metrics,
+                "rows": [asdict(row) for row in r.rows],
+                "reference": None if r.reference is None else asdict(r.reference),
+                "goal_check": r.check,
+                "critics": r.critics,
+                "paper_gpt4o": r.spec.gpt4o,
+            }
+            for r in results
+        },
     }
 
 
@@ -343,35 +403,44 @@ def _save(fig: Figure, path: Path) -> None:
     fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
 
 
-def plot_methods(rows: list[Row], path: Path) -> None:
-    """Grouped bars (tests passed, success; %) per method that ran, error bars = std over seeds."""
-    ran = [r for r in rows if r.ran]
+def plot_methods(results: list[DomainResults], path: Path) -> None:
+    """One panel per domain: grouped bars of its two headline metrics (%) per method that ran,
+    error bars = std over seeds."""
     # The default style, not the user's matplotlibrc, so that the figure is the same everywhere.
     with matplotlib.style.context("default"):
-        fig = Figure(figsize=(max(6.0, 1.3 * len(ran) + 2), 4.5), dpi=DPI)
-        ax = fig.add_subplot()
-        width = 0.38
-        for k, (name, mean, std) in enumerate((("tests passed", "tests_passed", "tests_passed_std"),
-                                               ("success", "success", "success_std"))):  # fmt: skip
-            xs = [i + (k - 0.5) * width for i in range(len(ran))]
-            ys = [getattr(r, mean) * 100 for r in ran]
-            bars = ax.bar(xs, ys, width, label=name)
-            # Values written on the bars, so that a 0% is seen as measured, not missing.
-            ax.bar_label(bars, fmt="%.1f", fontsize=7, padding=2)
-            # Error bars only for runs over seeds; a single run has no spread to show.
-            spread = [(x, y, getattr(r, std) * 100) for x, y, r in zip(xs, ys, ran) if getattr(r, std) is not None]
-            if spread:
-                ax.errorbar(*zip(*spread), fmt="none", ecolor="black", capsize=3)
-        ax.set_xticks(range(len(ran)), [r.label for r in ran], rotation=25, ha="right", fontsize=8)
-        ax.set_ylim(0, 115)
-        ax.set_ylabel("%")
-        ax.set_title("ColBench backend: tests passed and success per method (mean ± std over seeds)", fontsize=9)
-        if ran:
-            ax.legend(fontsize=8, ncols=2, loc="upper left")
-        else:
-            ax.text(0.5, 0.5, "no method evaluated yet", ha="center", va="center", transform=ax.transAxes)
+        widest = max((sum(r.ran for r in d.rows) for d in results), default=0)
+        fig = Figure(figsize=(max(6.0, 1.3 * widest + 2), 4.5 * max(1, len(results))), dpi=DPI)
+        if not results:
+            ax = fig.add_subplot()
+            ax.text(0.5, 0.5, "no domain evaluated yet", ha="center", va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+        for i, d in enumerate(results):
+            _method_panel(fig.add_subplot(len(results), 1, i + 1), d)
         fig.tight_layout()
         _save(fig, path)
+
+
+def _method_panel(ax, d: DomainResults) -> None:
+    ran = [r for r in d.rows if r.ran]
+    width = 0.38
+    for k, name in enumerate(d.spec.columns):
+        xs = [i + (k - 0.5) * width for i in range(len(ran))]
+        ys = [r.means[k] * 100 for r in ran]
+        bars = ax.bar(xs, ys, width, label=name)
+        # Values written on the bars, so that a 0% is seen as measured, not missing.
+        ax.bar_label(bars, fmt="%.1f", fontsize=7, padding=2)
+        # Error bars only for runs over seeds; a single run has no spread to show.
+        spread = [(x, y, r.stds[k] * 100) for x, y, r in zip(xs, ys, ran) if r.stds[k] is not None]
+        if spread:
+            ax.errorbar(*zip(*spread), fmt="none", ecolor="black", capsize=3)
+    ax.set_xticks(range(len(ran)), [r.label for r in ran], rotation=25, ha="right", fontsize=8)
+    ax.set_ylim(0, 115)
+    ax.set_ylabel("%")
+    ax.set_title(f"ColBench {d.domain}: {' and '.join(d.spec.columns)} per method (mean ± std over seeds)", fontsize=9)
+    if ran:
+        ax.legend(fontsize=8, ncols=2, loc="upper left")
+    else:
+        ax.text(0.5, 0.5, "no method evaluated yet", ha="center", va="center", transform=ax.transAxes)
 
 
 def plot_curves(panels: list[tuple[str, list[tuple[str, Path]]]], path: Path) -> None:

@@ -13,22 +13,21 @@ import json
 import os
 import statistics
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 
 import polars as pl
 from tqdm import tqdm
 
-from sweetflow.agents import Agent, make_agent
+from sweetflow import paths
+from sweetflow.agents import Agent
 from sweetflow.artifacts import checkpoint_path, stage_output
-from sweetflow.errors import InputError, StageFailed
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, EpisodeView, Message, final_answer
+from sweetflow.domains import DomainRuntime, make_agent, open_domain, read_domain_tasks
+from sweetflow.errors import InputError, StageFailed
 from sweetflow.params import AgentParams, EpisodeParams, Params
-from sweetflow.sandbox import Sandbox
-from sweetflow.scoring import score_answers
-from sweetflow.simulators import Human, make_human
-from sweetflow.tasks.table import read_tasks
 
 TURN = pl.Struct(
     {
@@ -50,9 +49,9 @@ TRAJECTORY_SCHEMA = pl.Schema(
         "answer": pl.String,
         "answered": pl.Boolean,  # the agent used the answer marker (protocol followed)
         "n_turns": pl.Int32,  # agent turns
-        "reward": pl.Float64,  # fraction of tests passed
-        "success": pl.Boolean,
-        "sandbox_status": pl.String,
+        "reward": pl.Float64,  # backend: fraction of tests passed; frontend: similarity to the target
+        "success": pl.Boolean,  # backend: every test passed; frontend: null
+        "score_status": pl.String,  # backend: the sandbox's status; frontend: rendered, no_html or render_failed
         "failure": pl.String,  # why the episode could not be completed, or null
     }
 )
@@ -67,6 +66,8 @@ class Episode:
     task: dict
     sample: int
     seed: int
+    domain: str = "backend"
+    view_fields: dict = field(default_factory=dict)  # what scripted agents may read (DomainRuntime.view_fields)
     messages: list[Message] = field(default_factory=list)
     turns: list[AgentTurn] = field(default_factory=list)
     answer: str | None = None
@@ -87,8 +88,8 @@ class Episode:
             problem_description=self.task["problem_description"],
             messages=list(self.messages),
             seed=self.seed,
-            topics=list(self.task.get("facts") or []),
-            template=self.task.get("template") or "",
+            domain=self.domain,
+            **self.view_fields,
         )
 
     def dialogue(self) -> list[dict]:
@@ -132,18 +133,17 @@ def run_episodes(
     tasks: list[dict],
     samples_per_task: int,
     agent: Agent,
-    human: Human,
-    sandbox: Sandbox,
+    runtime: DomainRuntime,
     params: EpisodeParams,
     seed: int,
     checkpoint: Checkpoint,
-    human_concurrency: int = 1,
     desc: str = "episodes",
 ) -> list[dict]:
-    """Run (or finish) every (task, sample) episode; return their records in task, sample order."""
+    """Run (or finish) every (task, sample) episode of `runtime`'s domain; return their records in
+    task, sample order."""
     done = checkpoint.load()
     todo = [
-        Episode(task, s, episode_seed(seed, task["task_id"], s))
+        Episode(task, s, episode_seed(seed, task["task_id"], s), runtime.name, runtime.view_fields(task))
         for task in tasks
         for s in range(samples_per_task)
         if (task["task_id"], s) not in done
@@ -153,7 +153,7 @@ def run_episodes(
         print(f"{desc}: resuming: {len(done)} of {total} episodes already done", file=sys.stderr)
     bar = tqdm(total=total, initial=len(done), desc=desc, unit="episode")
     live, finished = todo, []
-    with ThreadPoolExecutor(human_concurrency) as pool:
+    with ThreadPoolExecutor(runtime.human_concurrency) as pool:
         while live:
             for ep, turn in zip(live, agent.act([ep.view() for ep in live])):
                 if isinstance(turn, Exception):
@@ -167,7 +167,7 @@ def run_episodes(
                 elif len(ep.turns) >= params.max_turns:
                     ep.answer = turn.message
             waiting = [ep for ep in live if not ep.over]
-            replies = pool.map(lambda ep: _reply(human, ep), waiting)
+            replies = pool.map(lambda ep: _reply(runtime.human, ep), waiting)
             for ep, reply in zip(waiting, replies):
                 if isinstance(reply, Exception):
                     ep.failure = f"simulator: {reply}"[:500]
@@ -176,7 +176,7 @@ def run_episodes(
             finished += [ep for ep in live if ep.over]
             live = [ep for ep in live if not ep.over]
             if len(finished) >= params.flush_every or (not live and finished):
-                records = _score(finished, sandbox)
+                records = _score(finished, runtime)
                 checkpoint.append(records)
                 done.update({(r["task_id"], r["sample"]): r for r in records})
                 bar.update(len(records))
@@ -185,21 +185,16 @@ def run_episodes(
     return [done[(t["task_id"], s)] for t in tasks for s in range(samples_per_task)]
 
 
-def _reply(human: Human, ep: Episode) -> str | Exception:
+def _reply(human, ep: Episode) -> str | Exception:
     try:
         return human.reply(ep.task, ep.messages)
     except Exception as e:  # noqa: BLE001 - any simulator fault fails this episode only, with its reason
         return e
 
 
-def _score(episodes: list[Episode], sandbox: Sandbox) -> list[dict]:
+def _score(episodes: list[Episode], runtime: DomainRuntime) -> list[dict]:
     answered = [ep for ep in episodes if ep.failure is None]
-    scores = score_answers(
-        [ep.answer for ep in answered],
-        [list(ep.task["expected"]) for ep in answered],
-        [list(ep.task["test_cases"]) for ep in answered],
-        sandbox,
-    )
+    scores = runtime.score([ep.task for ep in answered], [ep.answer for ep in answered])
     by_key = {ep.key: s for ep, s in zip(answered, scores)}
     return [_record(ep, by_key.get(ep.key)) for ep in episodes]
 
@@ -213,9 +208,9 @@ def _record(ep: Episode, score) -> dict:
         "answer": ep.answer or "",
         "answered": ep.answered,
         "n_turns": len(ep.turns),
-        "reward": score.tests_passed if score else 0.0,
-        "success": bool(score and score.success),
-        "sandbox_status": score.status if score else None,
+        "reward": score.reward if score else 0.0,
+        "success": score.success if score else (False if ep.domain == "backend" else None),
+        "score_status": score.status if score else None,
         "failure": ep.failure,
     }
 
@@ -224,12 +219,23 @@ def to_frame(records: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(records, schema=TRAJECTORY_SCHEMA, orient="row")
 
 
-def summarize_episodes(frame: pl.DataFrame) -> dict:
-    """Backend metrics of a set of trajectories."""
+def summarize_episodes(frame: pl.DataFrame, domain: str, tasks: list[dict]) -> dict:
+    """A method's metrics on a set of trajectories. Backend: `tests_passed` and `success_rate`;
+    frontend: `similarity` and `win_rate` (against each task's reference page, the one made from the
+    description alone: `reference_similarity` in the task table; a tie is half a win)."""
     n = frame.height
+    metrics: dict = {}
+    if domain == "backend":
+        metrics["tests_passed"] = float(frame["reward"].mean()) if n else 0.0
+        metrics["success_rate"] = float(frame["success"].mean()) if n else 0.0
+    else:
+        from sweetflow.frontend.similarity import win_rate
+
+        reference = {t["task_id"]: t["reference_similarity"] for t in tasks}
+        metrics["similarity"] = float(frame["reward"].mean()) if n else 0.0
+        metrics["win_rate"] = win_rate(frame["reward"].to_list(), [reference[t] for t in frame["task_id"]]) if n else 0.0
     return {
-        "tests_passed": float(frame["reward"].mean()) if n else 0.0,
-        "success_rate": float(frame["success"].mean()) if n else 0.0,
+        **metrics,
         "count": n,
         "mean_turns": float(frame["n_turns"].mean()) if n else 0.0,
         "protocol_followed": float(frame["answered"].mean()) if n else 0.0,
@@ -237,21 +243,24 @@ def summarize_episodes(frame: pl.DataFrame) -> dict:
     }
 
 
+# The metrics whose spread over seeds a report shows, by domain.
+HEADLINE = {"backend": ("tests_passed", "success_rate"), "frontend": ("similarity", "win_rate")}
+
+
 class TooManyFailures(StageFailed):
     pass
 
 
 def collect(
-    tasks: list[dict], agent: Agent, params: Params, samples_per_task: int, seed: int, checkpoint: Path, desc: str
+    tasks: list[dict], agent: Agent, params: Params, domain: str, samples_per_task: int, seed: int, checkpoint: Path,
+    desc: str,
 ) -> pl.DataFrame:
-    """Run the episodes of a stage with the simulator and sandbox its params name; fail loudly when
-    more episodes failed than `episodes.max_failure_share` allows (the checkpoint keeps the rest)."""
-    human = make_human(params.simulator)
-    endpoint = params.simulator.endpoint
-    with Sandbox(params.sandbox) as sandbox:
+    """Run the episodes of a stage in `domain`, with the simulator and scoring its params name; fail
+    loudly when more episodes failed than `episodes.max_failure_share` allows (the checkpoint keeps
+    the rest)."""
+    with open_domain(params, domain) as runtime:
         records = run_episodes(
-            tasks, samples_per_task, agent, human, sandbox, params.episodes, seed, Checkpoint(checkpoint),
-            human_concurrency=endpoint.concurrency if endpoint else 1, desc=desc,
+            tasks, samples_per_task, agent, runtime, params.episodes, seed, Checkpoint(checkpoint), desc=desc
         )
     frame = to_frame(records)
     failed = frame.filter(pl.col("failure").is_not_null())
@@ -265,29 +274,45 @@ def collect(
     return frame
 
 
+def episode_sections(params: Params, domain: str) -> dict:
+    """The params sections every episode stage of `domain` reads (its dvc.yaml `params` list)."""
+    d = params.domain(domain)
+    return {f"{domain}.simulator": d.simulator, f"{domain}.scoring": d.scoring, "episodes": params.episodes}
+
+
+def with_checkpoint(agent: AgentParams, domain: str) -> AgentParams:
+    """A model agent without a checkpoint samples from the domain's base model."""
+    if agent.backend == "transformers" and not agent.checkpoint:
+        return agent.model_copy(update={"checkpoint": paths.base_model(domain)})
+    return agent
+
+
 def episode_stage(
-    params: Params, stage: str, section: str, agent: AgentParams, agent_section: str | None, tasks: str, out_dir: str,
-    metrics: str,
+    params: Params, domain: str, stage: str, section: str, agent: AgentParams, agent_section: str | None, split: str,
+    out_dir: str, metrics: str,
 ) -> dict:
-    """The body of every stage that runs episodes (`demos`, `rollout`, `evaluate@*`, `evaluate_model@*`):
-    `agent` on the tasks in `tasks`, with `samples_per_task` and `seed` from params section `section`;
-    trajectories to `out_dir`, metrics to `metrics`. Resumable.
+    """The body of every stage that runs an agent's episodes (`demos`, `rollout`, `evaluate`): `agent`
+    on the `split` tasks of `domain`, with `samples_per_task` and `seed` from params section
+    `section`; trajectories to `out_dir`, metrics to `metrics`. Resumable.
 
     `agent_section` names where the agent's params live (e.g. "agents.expert"), for the manifest;
     None when `section` holds them already. A checkpoint the agent reads is an input, hashed and
     traced like any other."""
     p = getattr(params, section)
-    sections = {section: p, "simulator": params.simulator, "episodes": params.episodes, "sandbox": params.sandbox}
+    agent = with_checkpoint(agent, domain)
+    sections = {section: p, **episode_sections(params, domain)}
     if agent_section:
         sections[agent_section] = agent
+    tasks = paths.task_table(domain, split)
     inputs = [tasks] + ([agent.checkpoint] if agent.checkpoint else [])
     checkpoint = checkpoint_path(stage, sections, inputs)
+    task_rows = read_domain_tasks(domain, split)
     with stage_output(out_dir, stage, sections, inputs, p.seed, metrics) as out:
         frame = collect(
-            read_tasks(tasks).to_dicts(), make_agent(agent), params, p.samples_per_task, p.seed, checkpoint, stage
+            task_rows, make_agent(agent, domain), params, domain, p.samples_per_task, p.seed, checkpoint, stage
         )
         frame.write_parquet(out.dir / "trajectories.parquet")
-        out.metrics.update(summarize_episodes(frame))
+        out.metrics.update(summarize_episodes(frame, domain, task_rows))
     checkpoint.unlink(missing_ok=True)
     return out.metrics
 
@@ -304,45 +329,60 @@ def checkpoint_for_seed(directory: Path | str, seed: int) -> Path:
     raise InputError(f"{directory}: neither a checkpoint nor a directory with a checkpoint {per_seed.name}/")
 
 
-def over_seeds(per_seed: dict[int, dict]) -> dict:
-    """One method's metrics over its seeds: each metric's mean, the sample standard deviation of
-    tests_passed and success_rate (0 for one seed), counts summed, and every seed's own metrics."""
+def over_seeds(per_seed: dict[int, dict], domain: str) -> dict:
+    """One method's metrics over its seeds: each metric's mean, the sample standard deviation of the
+    domain's headline metrics (0 for one seed), counts summed, and every seed's own metrics."""
     runs = list(per_seed.values())
     out = {}
     for key in runs[0]:
         values = [run[key] for run in runs]
         out[key] = sum(values) if key in ("count", "failures") else sum(values) / len(values)
-    for key in ("tests_passed", "success_rate"):
+    for key in HEADLINE[domain]:
         out[f"{key}_std"] = statistics.stdev(run[key] for run in runs) if len(runs) > 1 else 0.0
     out["seeds"] = {str(seed): run for seed, run in per_seed.items()}
     return out
 
 
-def checkpoint_evaluation_stage(params: Params, method: str) -> dict:
-    """Stage `evaluate_model@<method>`: the checkpoint(s) `evaluate.models[method]` on the test
-    tasks, once per seed of `seeds` (episode seed = evaluate.seed + seed), generating as
-    `evaluate.policy` says. Writes `data/evaluations/<method>/trajectories-seed<k>.parquet` and
-    `reports/backend/<method>/metrics.json` (`over_seeds`). Each seed resumes on its own."""
-    p, tasks = params.evaluate, "data/tasks/test.parquet"
-    directory = p.models[method]
-    stage = f"evaluate_model@{method}"
+def checkpoint_evaluation_stage(params: Params, domain: str, method: str, directory: str, stage: str) -> dict:
+    """Stages `evaluate_base@<domain>` (method `zero_shot`, the base model) and
+    `evaluate_policy@<domain>-<name>`: the checkpoint(s) in `directory` on the test tasks, once per
+    seed of `seeds` (episode seed = evaluate.seed + seed), generating as `evaluate.policy` says.
+    Writes `data/<domain>/evaluations/<method>/trajectories-seed<k>.parquet` and the method's metrics
+    (`over_seeds`). Seeds run `evaluate.processes` at a time; each resumes on its own."""
+    p = params.evaluate
     sections = {
         "evaluate.policy": p.policy, "evaluate.samples_per_task": p.samples_per_task, "evaluate.seed": p.seed,
-        "seeds": params.seeds, "simulator": params.simulator, "episodes": params.episodes, "sandbox": params.sandbox,
+        "seeds": params.seeds, **episode_sections(params, domain),
     }  # fmt: skip
+    tasks = paths.task_table(domain, "test")
     checkpoints = {seed: checkpoint_for_seed(directory, seed) for seed in params.seeds}
     inputs = [tasks, *dict.fromkeys(checkpoints.values())]
-    task_rows = read_tasks(tasks).to_dicts()
-    per_seed = {}
-    with stage_output(f"data/evaluations/{method}", stage, sections, inputs, p.seed,
-                      f"reports/backend/{method}/metrics.json") as out:  # fmt: skip
-        for seed, checkpoint in checkpoints.items():
-            agent = make_agent(p.policy.model_copy(update={"checkpoint": str(checkpoint)}))
-            progress = checkpoint_path(f"{stage}-seed{seed}", sections, [tasks, checkpoint])
-            frame = collect(task_rows, agent, params, p.samples_per_task, p.seed + seed, progress, f"{stage} seed {seed}")
-            frame.write_parquet(out.dir / f"trajectories-seed{seed}.parquet")
-            per_seed[seed] = summarize_episodes(frame)
-        out.metrics.update(over_seeds(per_seed))
-    for seed, checkpoint in checkpoints.items():
-        checkpoint_path(f"{stage}-seed{seed}", sections, [tasks, checkpoint]).unlink(missing_ok=True)
+    task_rows = read_domain_tasks(domain, "test")
+    progress = {seed: checkpoint_path(f"{stage}-seed{seed}", sections, [tasks, c]) for seed, c in checkpoints.items()}
+    with stage_output(paths.evaluation(domain, method), stage, sections, inputs, p.seed,
+                      paths.method_metrics(domain, method)) as out:  # fmt: skip
+        jobs = {
+            seed: (params, domain, task_rows, p.policy.model_copy(update={"checkpoint": str(c)}), seed, progress[seed],
+                   out.dir / f"trajectories-seed{seed}.parquet", f"{stage} seed {seed}")
+            for seed, c in checkpoints.items()
+        }  # fmt: skip
+        workers = min(p.processes, len(jobs))
+        if workers == 1:  # no process to start (a second torch import costs seconds)
+            per_seed = {seed: _evaluate_seed(*args) for seed, args in jobs.items()}
+        else:  # seeds are independent runs: on a CPU they go `evaluate.processes` at a time, one per process
+            with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+                running = {seed: pool.submit(_evaluate_seed, *args) for seed, args in jobs.items()}
+                per_seed = {seed: job.result() for seed, job in running.items()}
+        out.metrics.update(over_seeds(per_seed, domain))
+    for path in progress.values():
+        path.unlink(missing_ok=True)
     return out.metrics
+
+
+def _evaluate_seed(
+    params: Params, domain: str, tasks: list[dict], policy: AgentParams, seed: int, progress: Path, out: Path, desc: str
+) -> dict:
+    frame = collect(tasks, make_agent(policy, domain), params, domain, params.evaluate.samples_per_task,
+                    params.evaluate.seed + seed, progress, desc)  # fmt: skip
+    frame.write_parquet(out)
+    return summarize_episodes(frame, domain, tasks)

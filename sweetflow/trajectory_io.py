@@ -76,7 +76,7 @@ def import_official(path: Path | str) -> tuple[pl.DataFrame, pl.DataFrame]:
                 "n_turns": len(agent_turns),
                 "reward": float(reward) if reward is not None else None,
                 "success": reward is not None and float(reward) == 1.0,
-                "sandbox_status": None,
+                "score_status": None,
                 "failure": None,
             }
         )

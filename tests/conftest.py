@@ -17,24 +17,36 @@ pytest_plugins = ["tests.llm_server"]
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT.parent / "shared" / "colbench-sample"
 PROJECT_FILES = ("dvc.yaml", "params.yaml", "Snakefile", "pyproject.toml", ".dvcignore", "stages", "sweetflow", "workflow")
-# Small enough that a whole `dvc repro` takes seconds.
+TAILWIND = ROOT / "vendor/tailwindcss-2.2.19/tailwind.min.css"  # scripts/setup.sh fetches it
+# A model small enough to train and sample in seconds; the pipeline's wiring is what is tested.
+# The context holds a whole dialogue with the critic's reference at this small vocabulary.
+SMALL_MODEL = {"vocab_size": 300, "hidden_size": 32, "heads": 2, "epochs": 1, "precision": "no", "max_length": 3072}
+# Small enough that a whole `dvc repro` of both domains, each through the trained chain, takes minutes.
 SMALL_PARAMS = {
-    "tasks": {"n_train": 24, "n_test": 12, "seed": 3},
-    "sandbox": {"workers": 2},
-    # A model small enough to train and sample in seconds; the pipeline's wiring is what is tested.
-    # The context holds a whole dialogue with the critic's reference at this small vocabulary.
-    "model": {"vocab_size": 300, "hidden_size": 32, "heads": 2, "epochs": 1, "precision": "no", "max_length": 3072},
-    "evaluate": {"policy": {"backend": "transformers", "max_new_tokens": 32}},
+    "train_domains": ["backend", "frontend"],
+    "backend": {
+        "tasks": {"n_train": 24, "n_test": 12, "seed": 3},
+        "scoring": {"workers": 2},
+        "model": SMALL_MODEL,
+    },
+    "frontend": {
+        "tasks": {"n_train": 4, "n_test": 3, "seed": 3},
+        "scoring": {"render": {"tailwind_css": str(TAILWIND)}},
+        # Pages are long: a larger vocabulary keeps a dialogue of three of them within the context.
+        "model": {**SMALL_MODEL, "vocab_size": 2048, "max_length": 4096},
+    },
+    "evaluate": {"policy": {"backend": "transformers", "max_new_tokens": 32}, "processes": 1},
     # An untrained model rarely answers: short episodes keep its evaluations to seconds.
     "episodes": {"max_failure_share": 1.0, "max_turns": 3},
     # An untrained model never succeeds, so the offline data comes from a scripted agent that sometimes does.
     "rollout": {"agent": "half_expert", "samples_per_task": 2},
+    # Three turns leave the scripted designer's samples of a task close together.
+    "pairs": {"min_gap": 0.01},
     "critics": {"with_info": {"epochs": 1}, "no_info": {"training_info": False, "epochs": 1}},
-    "candidates": {"share": 0.1, "n": 4, "policy": {"backend": "transformers", "checkpoint": "models/base",
-                                                     "max_new_tokens": 32}},
+    "candidates": {"share": 0.1, "n": 4, "policy": {"backend": "transformers", "max_new_tokens": 32}},
     "critic_check": {"states": 3, "rollouts": 1},
     "policies": {name: {**spec, "epochs": 1} for name, spec in {
-        "rft": {"method": "rft"}, "mtdpo": {"method": "mtdpo"},
+        "rft": {"method": "rft", "min_reward": {"backend": 1.0, "frontend": 0.2}}, "mtdpo": {"method": "mtdpo"},
         "sweet": {"method": "sweet", "critic": "with_info"}, "sweet_no_info": {"method": "sweet", "critic": "no_info"},
     }.items()},
     "seeds": [0, 1],
@@ -72,18 +84,21 @@ def make_project(dest: Path, params: dict | None = None) -> Path:
     (dest / ".dvc").mkdir()
     for name in ("config", ".gitignore"):
         shutil.copy2(ROOT / ".dvc" / name, dest / ".dvc" / name)
-    merged = yaml.safe_load((ROOT / "params.yaml").read_text()) or {}
-    for section, values in (params or {}).items():
-        if isinstance(values, dict):
-            merged.setdefault(section, {}).update(values)
-        else:
-            merged[section] = values
+    merged = _merge(yaml.safe_load((ROOT / "params.yaml").read_text()) or {}, params or {})
     (dest / "params.yaml").write_text(yaml.safe_dump(merged, sort_keys=False))
     (dest / ".gitignore").write_text(".snakemake/\nlogs/\n__pycache__/\n")
     run(["git", "init", "-q", "-b", "main"], dest)
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-q", "-m", "project"], dest)
     return dest
+
+
+def _merge(base: dict, changes: dict) -> dict:
+    """`base` with `changes` applied, nested sections merged key by key (lists and values replaced)."""
+    out = dict(base)
+    for key, value in changes.items():
+        out[key] = _merge(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
 
 
 @pytest.fixture(scope="session")

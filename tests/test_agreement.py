@@ -8,6 +8,7 @@ import polars as pl
 from sweetflow.agents import ScriptedExpert
 from sweetflow.agreement import ReplayAgent, agreement, continuation_tasks, pick_extremes
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, EpisodeView, Message
+from sweetflow.domains import sandbox_runtime
 from sweetflow.params import EpisodeParams
 from sweetflow.rollout import Checkpoint, run_episodes, to_frame
 from sweetflow.sandbox import Sandbox, SandboxParams
@@ -78,7 +79,7 @@ def test_continuations_replay_the_recorded_dialogue_with_the_scripted_simulator(
     with Sandbox(SandboxParams(workers=1)) as sandbox:
         checks = check_references(train, sandbox)
         tasks = [{**t, "expected": c.expected} for t, c in zip(train, checks)]
-        recorded = to_frame(run_episodes(tasks, 1, ScriptedExpert(1.0), ScriptedHuman(), sandbox, EpisodeParams(), 0,
+        recorded = to_frame(run_episodes(tasks, 1, ScriptedExpert(1.0), sandbox_runtime(ScriptedHuman(), sandbox), EpisodeParams(), 0,
                                          Checkpoint(tmp_path / "a.jsonl")))  # fmt: skip
         # A state after the first exchange of each trajectory; two candidates, one of them the recorded turn.
         rows = []
@@ -92,8 +93,8 @@ def test_continuations_replay_the_recorded_dialogue_with_the_scripted_simulator(
         episode_tasks, scripts = continuation_tasks(picked, candidates, recorded, {t["task_id"]: t for t in tasks})
         assert len(episode_tasks) == 2 * recorded.height
         # After the script the expert goes on asking and answers: the recorded turn leads to the recorded end.
-        outcomes = to_frame(run_episodes(episode_tasks, 1, ReplayAgent(scripts, ScriptedExpert(1.0)), ScriptedHuman(),
-                                         sandbox, EpisodeParams(), 0, Checkpoint(tmp_path / "b.jsonl")))  # fmt: skip
+        outcomes = to_frame(run_episodes(episode_tasks, 1, ReplayAgent(scripts, ScriptedExpert(1.0)),
+                                         sandbox_runtime(ScriptedHuman(), sandbox), EpisodeParams(), 0, Checkpoint(tmp_path / "b.jsonl")))  # fmt: skip
     replayed = {t: d for t, d in outcomes.select("task_id", "dialogue").iter_rows()}
     for task_id, dialogue in recorded.select("task_id", "dialogue").iter_rows():
         again = replayed[f"{task_id}:0:1#0"]

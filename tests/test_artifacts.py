@@ -16,12 +16,12 @@ def test_output_appears_with_its_manifest(tmp_path):
     src = tmp_path / "input.txt"
     src.write_text("data")
     params = Params()
-    with stage_output(tmp_path / "out", "demo", {"tasks": params.tasks}, [src], seed=7) as output:
+    with stage_output(tmp_path / "out", "demo", {"backend.tasks": params.backend.tasks}, [src], seed=7) as output:
         assert not (tmp_path / "out").exists()  # nothing at the declared path until done
         (output.dir / "a.txt").write_text("hello")
     manifest = read_manifest(tmp_path / "out")
     assert manifest["stage"] == "demo" and manifest["seed"] == 7
-    assert manifest["params"]["tasks"]["n_test"] == params.tasks.n_test
+    assert manifest["params"]["backend.tasks"]["n_test"] == params.backend.tasks.n_test
     assert manifest["inputs"] == {src.as_posix(): content_hash(src)}
     assert manifest["output_hash"] == content_hash(tmp_path / "out")
     assert {"python", "polars", "pydantic"} <= set(manifest["packages"])

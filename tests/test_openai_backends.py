@@ -10,12 +10,13 @@ import pytest
 
 from sweetflow.agents import OpenAIAgent
 from sweetflow.dialogue import AGENT, HUMAN
+from sweetflow.domains import sandbox_runtime
+from sweetflow.openai_backend import ChatClient
 from sweetflow.params import AgentParams, EndpointParams, EpisodeParams
 from sweetflow.rollout import Checkpoint, run_episodes, to_frame
 from sweetflow.sandbox import Sandbox, SandboxParams
 from sweetflow.scoring import check_references
 from sweetflow.simulators import OpenAIHuman
-from sweetflow.openai_backend import ChatClient
 from sweetflow.tasks.procedural import generate_tasks
 from tests.conftest import make_project, run
 from tests.fault_proxy import FaultProxy
@@ -38,8 +39,8 @@ def roll(tasks, ep: EndpointParams, checkpoint, samples=1) -> pl.DataFrame:
     agent = OpenAIAgent(AgentParams(backend="openai", max_new_tokens=12, endpoint=ep))
     human = OpenAIHuman(ChatClient(ep), max_reply_chars=400, max_new_tokens=12)
     with Sandbox(SandboxParams(workers=1)) as sb:
-        records = run_episodes(tasks, samples, agent, human, sb, EpisodeParams(max_turns=MAX_TURNS), 0,
-                               Checkpoint(checkpoint), human_concurrency=ep.concurrency)
+        records = run_episodes(tasks, samples, agent, sandbox_runtime(human, sb, ep.concurrency),
+                               EpisodeParams(max_turns=MAX_TURNS), 0, Checkpoint(checkpoint))
     return to_frame(records)
 
 
@@ -83,12 +84,12 @@ def test_api_key_never_reaches_an_artifact(openai_server, tmp_path, monkeypatch)
     base_url, model = openai_server
     served = {"backend": "openai", "max_new_tokens": 8,
               "endpoint": {"base_url": base_url, "model": model, "api_key_env": "SWEETFLOW_TEST_KEY"}}
-    params = {"tasks": {"n_train": 2, "n_test": 3}, "sandbox": {"workers": 1}, "episodes": {"max_turns": 2},
+    params = {"backend": {"tasks": {"n_train": 2, "n_test": 3}, "scoring": {"workers": 1}}, "episodes": {"max_turns": 2},
               "agents": {"served": served}, "evaluate": {"methods": ["served"]}}
     project = make_project(tmp_path / "p", params)
-    run([sys.executable, "-m", "stages.tasks"], project)
+    run([sys.executable, "-m", "stages.tasks", "backend"], project)
     monkeypatch.setenv("SWEETFLOW_TEST_KEY", secret)
-    run([sys.executable, "-m", "stages.evaluate", "served"], project)
+    run([sys.executable, "-m", "stages.evaluate", "backend", "served"], project)
     assert (project / "reports/backend/served/metrics.json").exists()
     leaks = [p for p in project.rglob("*") if p.is_file() and ".git" not in p.parts and secret.encode() in p.read_bytes()]
     assert leaks == []

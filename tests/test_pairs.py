@@ -20,7 +20,7 @@ def traj(task_id: str, sample: int, reward: float, n_turns: int = 2, failure: st
             dialogue.append({"role": "human", "content": f"reply {t}"})
     return {
         "task_id": task_id, "sample": sample, "seed": 0, "dialogue": dialogue, "answer": "", "answered": True,
-        "n_turns": n_turns, "reward": reward, "success": reward == 1.0, "sandbox_status": "ok", "failure": failure,
+        "n_turns": n_turns, "reward": reward, "success": reward == 1.0, "score_status": "ok", "failure": failure,
     }
 
 

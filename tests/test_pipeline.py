@@ -8,54 +8,38 @@ import shutil
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from sweetflow.artifacts import content_hash, read_manifest
 from sweetflow.dag import load_stages, rule_name
 from tests.conftest import ROOT, SMALL_PARAMS, make_project, run
 
-DATA_OUTS = (
-    "data/tasks",
-    "data/evaluations/reference",
-    "data/demos",
-    "data/rollout",
-    "data/trajectory_pairs",
-    "data/evaluations/expert",
-    "data/evaluations/no_ask",
-    "data/evaluations/zero_shot",
-    "data/candidates",
-    "data/ranked/with_info",
-    "data/step_pairs/with_info",
-    "data/critic_check/with_info",
-    "data/evaluations/sweet",
-)
+# One worker runs every test of this module (`--dist loadgroup`), so the DAG is reproduced once.
+pytestmark = pytest.mark.xdist_group("pipeline")
+
+DATA_OUTS = tuple(
+    f"data/{domain}/{out}"
+    for domain in ("backend", "frontend")
+    for out in ("tasks", "evaluations/reference", "demos", "rollout", "trajectory_pairs", "evaluations/expert",
+                "evaluations/no_ask", "evaluations/zero_shot", "candidates", "ranked/with_info", "step_pairs/with_info",
+                "critic_check/with_info", "evaluations/sweet")
+)  # fmt: skip
 # Checkpoints' weights and tokenizers (their training_config.json hold wall times).
-CHECKPOINT_FILES = (
-    "models/base/model.safetensors",
-    "models/base/tokenizer.json",
-    "models/critics/with_info/model.safetensors",
-    "models/critics/no_info/model.safetensors",
-    "models/policies/rft/seed1/model.safetensors",
-    "models/policies/mtdpo/seed0/model.safetensors",
-    "models/policies/sweet/seed1/model.safetensors",
-)
-METRICS = (
-    "reports/tasks/metrics.json",
-    "reports/backend/reference/metrics.json",
-    "reports/demos/metrics.json",
-    "reports/rollout/metrics.json",
-    "reports/trajectory_pairs/metrics.json",
-    "reports/backend/expert/metrics.json",
-    "reports/backend/no_ask/metrics.json",
-    "reports/backend/zero_shot/metrics.json",
-    "reports/candidates/metrics.json",
-    "reports/ranked/with_info/metrics.json",
-    "reports/step_pairs/with_info/metrics.json",
-    "reports/critic_check/with_info/metrics.json",
-    "reports/backend/rft/metrics.json",
-    "reports/backend/mtdpo/metrics.json",
-    "reports/backend/sweet/metrics.json",
-    "reports/backend/sweet_no_info/metrics.json",
-)
+CHECKPOINT_FILES = tuple(
+    f"models/{domain}/{path}"
+    for domain in ("backend", "frontend")
+    for path in ("base/model.safetensors", "base/tokenizer.json", "critics/with_info/model.safetensors",
+                 "critics/no_info/model.safetensors", "policies/rft/seed1/model.safetensors",
+                 "policies/mtdpo/seed0/model.safetensors", "policies/sweet/seed1/model.safetensors")
+)  # fmt: skip
+METRICS = tuple(
+    f"reports/{domain}/{path}/metrics.json"
+    for domain in ("backend", "frontend")
+    for path in ("stages/tasks", "reference", "stages/demos", "stages/rollout", "stages/trajectory_pairs", "expert",
+                 "no_ask", "zero_shot", "stages/candidates", "stages/ranked/with_info", "stages/step_pairs/with_info",
+                 "stages/critic_check/with_info", "rft", "mtdpo", "sweet", "sweet_no_info")
+)  # fmt: skip
+HEADLINE = {"backend": ("tests_passed", "success_rate"), "frontend": ("similarity", "win_rate")}
 
 
 def test_both_engines_name_the_same_stages():
@@ -72,11 +56,17 @@ def test_snakemake_lint_is_clean():
 
 def test_dvc_repro_generates_tasks_and_references_pass(repro_project: Path):
     metrics = json.loads((repro_project / "reports/backend/reference/metrics.json").read_text())
-    assert metrics["count"] == SMALL_PARAMS["tasks"]["n_test"]
+    assert metrics["count"] == SMALL_PARAMS["backend"]["tasks"]["n_test"]
     assert metrics["tests_passed"] == 1.0 and metrics["success_rate"] == 1.0
-    test = pl.read_parquet(repro_project / "data/tasks/test.parquet")
+    test = pl.read_parquet(repro_project / "data/backend/tasks/test.parquet")
     assert test["flags"].list.len().sum() == 0
     assert (test["reference_passes"] == 10).all()
+    # Frontend: every target rendered the same twice, and scores 1 against its own screenshot.
+    frontend = json.loads((repro_project / "reports/frontend/reference/metrics.json").read_text())
+    assert frontend["count"] == SMALL_PARAMS["frontend"]["tasks"]["n_test"]
+    assert frontend["similarity"] == pytest.approx(1.0) and frontend["statuses"] == {"rendered": frontend["count"]}
+    targets = pl.read_parquet(repro_project / "data/frontend/tasks/test.parquet")
+    assert targets["flags"].list.len().sum() == 0 and targets["target_png"].is_not_null().all()
     for out in DATA_OUTS:
         manifest = read_manifest(repro_project / out)
         assert manifest["output_hash"] == content_hash(repro_project / out)
@@ -85,26 +75,36 @@ def test_dvc_repro_generates_tasks_and_references_pass(repro_project: Path):
     assert all(path in shown for path in METRICS)
 
 
-def test_sweet_rl_chain_trains_every_method_per_seed_and_writes_the_table(repro_project: Path):
+def test_sweet_rl_chain_trains_every_method_per_seed_in_both_domains_and_writes_the_table(repro_project: Path):
     seeds = SMALL_PARAMS["seeds"]
-    critic = json.loads((repro_project / "reports/critics/with_info/metrics.json").read_text())
-    assert critic["train_pairs"] > 0 and critic["training_info"] is True
-    assert json.loads((repro_project / "reports/critics/no_info/metrics.json").read_text())["training_info"] is False
-    pairs = pl.read_parquet(repro_project / "data/step_pairs/with_info/pairs.parquet")
-    assert pairs.height > 0 and (pairs["chosen_score"] > pairs["rejected_score"]).all()
-    for method in ("rft", "mtdpo", "sweet", "sweet_no_info"):
-        assert sorted(p.name for p in (repro_project / f"models/policies/{method}").glob("seed*")) == [f"seed{k}" for k in seeds]
-        metrics = json.loads((repro_project / f"reports/backend/{method}/metrics.json").read_text())
-        assert sorted(metrics["seeds"]) == [str(k) for k in seeds]
-        assert metrics["success_rate"] == sum(m["success_rate"] for m in metrics["seeds"].values()) / len(seeds)
-        assert 0 <= metrics["tests_passed"] <= 1 and metrics["tests_passed_std"] >= 0
+    for domain in ("backend", "frontend"):
+        stages = repro_project / "reports" / domain / "stages"
+        critic = json.loads((stages / "critics/with_info/metrics.json").read_text())
+        assert critic["train_pairs"] > 0 and critic["training_info"] is True
+        assert json.loads((stages / "critics/no_info/metrics.json").read_text())["training_info"] is False
+        pairs = pl.read_parquet(repro_project / f"data/{domain}/step_pairs/with_info/pairs.parquet")
+        assert pairs.height > 0 and (pairs["chosen_score"] > pairs["rejected_score"]).all()
+        for method in ("rft", "mtdpo", "sweet", "sweet_no_info"):
+            checkpoints = sorted(p.name for p in (repro_project / f"models/{domain}/policies/{method}").glob("seed*"))
+            assert checkpoints == [f"seed{k}" for k in seeds]
+            metrics = json.loads((repro_project / f"reports/{domain}/{method}/metrics.json").read_text())
+            assert sorted(metrics["seeds"]) == [str(k) for k in seeds]
+            first, second = HEADLINE[domain]
+            assert metrics[second] == sum(m[second] for m in metrics["seeds"].values()) / len(seeds)
+            assert 0 <= metrics[first] <= 1 and metrics[f"{first}_std"] >= 0
+    # The frontend's scripted designer beats the page made from the description alone.
+    expert = json.loads((repro_project / "reports/frontend/expert/metrics.json").read_text())
+    no_ask = json.loads((repro_project / "reports/frontend/no_ask/metrics.json").read_text())
+    assert expert["similarity"] > no_ask["similarity"] and no_ask["win_rate"] == 0.5
     results = (repro_project / "reports/results.md").read_text()
-    assert "| SWEET-RL | `sweet` |" in results and "Goal check" in results
+    assert "| SWEET-RL | `sweet` |" in results and "### Goal check (backend)" in results
+    assert "## Frontend design (`frontend`)" in results and "| similarity (%) | win rate (%) |" in results
     assert (repro_project / "reports/summary/methods.png").read_bytes().startswith(b"\x89PNG")
     plots = run(["dvc", "plots", "show", "--json"], repro_project).stdout
-    assert "reports/policies/sweet/plots" in plots and "reports/critics/with_info/plots" in plots
+    assert "reports/backend/stages/policies/sweet/plots" in plots and "reports/frontend/stages/critics/with_info/plots" in plots
     lineage = run(["sweetflow", "lineage", "reports/backend/sweet/metrics.json"], repro_project).stdout
-    for ancestor in ("policy@sweet", "step_pairs@with_info", "rank@with_info", "critic@with_info", "candidates", "tasks"):
+    for ancestor in ("policy@backend-sweet", "step_pairs@backend-with_info", "rank@backend-with_info",
+                     "critic@backend-with_info", "candidates@backend", "tasks@backend"):  # fmt: skip
         assert ancestor in lineage, ancestor
 
 
@@ -117,23 +117,23 @@ def test_dvc_and_snakemake_produce_identical_artifacts(repro_project: Path, tmp_
 
 def test_lineage_walks_to_the_roots_and_verifies(repro_project: Path):
     result = run(["sweetflow", "lineage", "reports/backend/reference/metrics.json"], repro_project)
-    assert "score_references" in result.stdout and "data/tasks" in result.stdout
+    assert "score_references@backend" in result.stdout and "data/backend/tasks" in result.stdout
     assert "every recorded hash matches" in result.stdout
 
 
 def test_lineage_names_a_hand_edited_artifact(repro_project: Path, tmp_path: Path):
     project = tmp_path / "edited"
     shutil.copytree(repro_project, project, symlinks=True)
-    tasks = project / "data/tasks/test.parquet"
+    tasks = project / "data/backend/tasks/test.parquet"
     df = pl.read_parquet(tasks)
     tasks.unlink()  # DVC may have linked it to its cache; write a new file, don't edit the cache
     df.with_columns(pl.lit("edited").alias("problem_description")).write_parquet(tasks)
     result = run(["sweetflow", "lineage", "reports/backend/reference/metrics.json"], project, check=False)
     assert result.returncode == 1
     text = re.sub(r"\s+", " ", result.stdout)
-    assert "data/tasks: content differs" in text
-    assert "input data/tasks/test.parquet changed" in text
-    assert "dvc.lock: stage 'tasks' is not up to date" in text
+    assert "data/backend/tasks: content differs" in text
+    assert "input data/backend/tasks/test.parquet changed" in text
+    assert "dvc.lock: stage 'tasks@backend' is not up to date" in text
 
 
 def test_lineage_names_params_changed_since_the_run(repro_project: Path, tmp_path: Path):
@@ -141,9 +141,9 @@ def test_lineage_names_params_changed_since_the_run(repro_project: Path, tmp_pat
     shutil.copytree(repro_project, project, symlinks=True)
     params = project / "params.yaml"
     params.write_text(params.read_text().replace("seed: 3", "seed: 4"))
-    result = run(["sweetflow", "lineage", "data/tasks", "--no-dvc"], project, check=False)
+    result = run(["sweetflow", "lineage", "data/backend/tasks", "--no-dvc"], project, check=False)
     assert result.returncode == 1
-    assert "section 'tasks' changed" in re.sub(r"\s+", " ", result.stdout)
+    assert "section 'backend.tasks' changed" in re.sub(r"\s+", " ", result.stdout)
 
 
 def test_team_shares_artifacts_through_a_remote(repro_project: Path, tmp_path: Path):

@@ -18,6 +18,7 @@ from sweetflow.preference import (
     SegmentedSequence,
     bradley_terry_loss,
     collate_segmented,
+    collate_shared_prefix,
     nll_loss,
     reference_segment_logps,
     segment_logp_sums,
@@ -269,6 +270,46 @@ def test_reference_cache_rows_match_the_live_computation_and_start_at_log_2():
     sums, counts = segment_logps(policy, collate_segmented([sequences[i] for i in rows], PAD), cache.num_segments)
     out = PreferenceLoss(beta=0.1, length_normalize=True)(sums, cache.sums[rows], counts)
     assert out.loss.item() == pytest.approx(math.log(2), abs=1e-6)  # policy = reference: every log-ratio is 0
+
+
+@st.composite
+def sharing_sequences(draw) -> list[SegmentedSequence]:
+    """Sequences drawn from a few prefixes (a state, a prompt), each followed by its own responses."""
+    token = st.integers(6, 15)
+    prefixes = draw(st.lists(st.lists(token, min_size=0, max_size=6), min_size=1, max_size=3))
+    sequences = []
+    for _ in range(draw(st.integers(1, 6))):
+        prefix = [BOS] + prefixes[draw(st.integers(0, len(prefixes) - 1))]
+        ids, segments = list(prefix), [X] * len(prefix)
+        for k in range(draw(st.integers(1, 3))):
+            content = draw(st.lists(token, min_size=1, max_size=4))
+            ids += content + [END] + draw(st.lists(token, min_size=0, max_size=3))
+            segments += [k] * (len(content) + 1) + [X] * (len(ids) - len(segments) - len(content) - 1)
+        sequences.append(SegmentedSequence(ids, segments))
+    return sequences
+
+
+@settings(max_examples=25, deadline=None)
+@given(sharing_sequences())
+def test_shared_prefix_batches_give_the_same_sums_and_gradients_as_whole_rows(sequences):
+    model = tiny_llama(seed=7)
+    whole = segment_logps(model, collate_segmented(sequences, PAD), 3)
+    shared_batch = collate_shared_prefix(sequences, PAD)
+    assert len(shared_batch["prefix_ids"]) == len({tuple(s.input_ids[: s.segment_ids.index(0)]) for s in sequences})
+    shared = segment_logps(model, shared_batch, 3)
+    torch.testing.assert_close(shared[0], whole[0], atol=1e-5, rtol=1e-5)
+    assert torch.equal(shared[1], whole[1])
+    grads = []
+    for sums in (whole[0], shared[0]):
+        model.zero_grad()
+        (sums * torch.arange(1, 4)).sum().backward(retain_graph=True)  # weight segments differently
+        grads.append(torch.cat([q.grad.flatten() for q in model.parameters()]))
+    torch.testing.assert_close(grads[1], grads[0], atol=1e-5, rtol=1e-4)
+
+
+def test_shared_prefix_batches_refuse_a_sequence_with_nothing_scored():
+    with pytest.raises(ValueError, match="no scored token"):
+        collate_shared_prefix([SegmentedSequence([BOS, 6, 7], [X, X, X])], PAD)
 
 
 def test_critic_trained_on_trajectory_pairs_ranks_a_better_turn_above_a_worse_one():

@@ -14,10 +14,12 @@ import yaml
 
 from sweetflow.errors import InputError
 from sweetflow.report import (
+    DOMAINS,
     find_curves,
     goal_check,
     plot_curves,
     plot_methods,
+    read_domain,
     read_methods,
     table_rows,
 )
@@ -45,8 +47,8 @@ def over_seeds(successes: list[float], tests: list[float]) -> dict:
             "tests_passed_std": std(tests), "seeds": runs}  # fmt: skip
 
 
-def write_metrics(root: Path, method: str, data: dict | str) -> Path:
-    path = root / "reports" / "backend" / method / "metrics.json"
+def write_metrics(root: Path, method: str, data: dict | str, domain: str = "backend") -> Path:
+    path = root / "reports" / domain / method / "metrics.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(data if isinstance(data, str) else json.dumps(data))
     return path
@@ -66,7 +68,12 @@ HOLDS = {
     "sweet_no_info": over_seeds([0.30, 0.31, 0.32], [0.44, 0.44, 0.44]),
     "expert": single(1.0, 1.0),
     "no_ask": single(0.0, 0.146),
-    "reference": {"count": 200, "sandbox_failures": {}, "success_rate": 1.0, "tests_passed": 1.0},
+    "reference": {"count": 200, "statuses": {"ok": 200}, "success_rate": 1.0, "tests_passed": 1.0},
+}
+FRONTEND = {
+    "expert": {"similarity": 0.93, "win_rate": 0.97, "count": 100, "mean_turns": 6.8},
+    "no_ask": {"similarity": 0.41, "win_rate": 0.5, "count": 100, "mean_turns": 1.0},
+    "reference": {"similarity": 1.0, "win_rate": 1.0, "count": 100},
 }
 
 
@@ -77,14 +84,25 @@ def project(tmp_path, monkeypatch):
     return tmp_path
 
 
-def rows_of(root: Path) -> list:
-    return table_rows(read_methods(root / "reports" / "backend"))
+def rows_of(root: Path, domain: str = "backend") -> list:
+    spec = DOMAINS[domain]
+    return table_rows(read_methods(root / "reports" / domain, spec), spec)
 
 
-def table_lines(markdown: str) -> dict[str, list[str]]:
-    """The Table 2 rows of results.md by method key, each as its list of cells."""
+def section(markdown: str, domain: str) -> str:
+    """The part of results.md about one domain."""
+    title = DOMAINS[domain].title
+    return markdown.split(f"## {title}")[1].split("\n## ")[0]
+
+
+def goal_part(markdown: str, domain: str = "backend") -> str:
+    return section(markdown, domain).split("### Goal check")[1].split("###")[0]
+
+
+def table_lines(markdown: str, domain: str = "backend") -> dict[str, list[str]]:
+    """One domain's Table 2 rows of results.md by method key, each as its list of cells."""
     rows = {}
-    for line in markdown.splitlines():
+    for line in section(markdown, domain).splitlines():
         m = re.match(r"\| (.+?) \| `(\w+)` \|(.*)\|$", line)
         if m and "held-out" not in line:
             rows[m.group(2)] = [m.group(1)] + [c.strip() for c in m.group(3).split("|")]
@@ -116,7 +134,7 @@ def test_table_rows_in_paper_order_with_mean_std_and_paper_numbers(project):
     assert rows["no_ask"][1:] == ["14.6", "0.0", "1", "—", "—"]
     # The reference is a sanity check under the table, not a method.
     assert "reference" not in rows
-    assert "Reference solutions scored against their own tests" in markdown
+    assert "References scored as answers (sanity check of the benchmark, expected 100%): 100.0% tests passed" in markdown
     assert "not comparable" in markdown and "Llama-3.1-8B" in markdown
     assert "3 seeds (0, 1, 2)" in markdown
     assert "](summary/methods.png)" in markdown and "](summary/training_curves.png)" in markdown
@@ -125,7 +143,7 @@ def test_table_rows_in_paper_order_with_mean_std_and_paper_numbers(project):
                                                    "training_curves.png", "manifest.json"}  # fmt: skip
     # The copy inside summary/ links to its sibling files.
     assert "](./methods.png)" in (summary / "results.md").read_text()
-    data = json.loads((summary / "results.json").read_text())
+    data = json.loads((summary / "results.json").read_text())["domains"]["backend"]
     assert [r["method"] for r in data["rows"]] == list(rows)
     assert data["goal_check"]["ordering_holds"] is True
 
@@ -133,8 +151,7 @@ def test_table_rows_in_paper_order_with_mean_std_and_paper_numbers(project):
 def test_goal_check_holds(project):
     for method, data in HOLDS.items():
         write_metrics(project, method, data)
-    markdown = run_stage_in(project)
-    goal = markdown.split("## Goal check")[1].split("##")[0]
+    goal = goal_part(run_stage_in(project))
     assert "on mean success **holds**" in goal
     assert "larger of the two methods' sample standard deviations" in goal
     assert "10.0 points" in goal and "is 2.0 points: gap > spread **holds**" in goal
@@ -146,11 +163,11 @@ def test_goal_check_does_not_hold_when_the_gap_is_within_the_spread(project):
     data = dict(HOLDS, sweet=over_seeds([0.27, 0.32, 0.37], [0.5, 0.5, 0.5]))
     for method, d in data.items():
         write_metrics(project, method, d)
-    check = goal_check(rows_of(project))
+    check = goal_check(rows_of(project), DOMAINS["backend"])
     assert check["ordering_holds"] is True
     assert check["gap"] == pytest.approx(0.02) and check["spread"] == pytest.approx(0.05)
     assert check["gap_exceeds_spread"] is False
-    goal = run_stage_in(project).split("## Goal check")[1].split("##")[0]
+    goal = goal_part(run_stage_in(project))
     assert "gap > spread **does not hold**" in goal
 
 
@@ -158,7 +175,7 @@ def test_goal_check_reports_a_broken_ordering(project):
     data = dict(HOLDS, rft=over_seeds([0.35, 0.35, 0.35], [0.4, 0.4, 0.4]))
     for method, d in data.items():
         write_metrics(project, method, d)
-    goal = run_stage_in(project).split("## Goal check")[1].split("##")[0]
+    goal = goal_part(run_stage_in(project))
     assert "on mean success **does not hold**" in goal
     assert "fails at: Multi-turn DPO vs Rejection fine-tuning" in goal
 
@@ -172,8 +189,8 @@ def test_missing_methods_are_not_run_and_the_check_cannot_be_made(project):
     for method in ("rft", "mtdpo", "sweet", "no_ask"):
         assert rows[method][1:4] == ["not run", "not run", "—"]
     assert rows["sweet"][4:] == ["56.8", "40.4"]  # the paper's numbers still shown
-    assert "The check cannot be made" in markdown and "`rft`" in markdown.split("## Goal check")[1]
-    assert "sanity check of the benchmark): not run" in markdown
+    assert "The check cannot be made" in goal_part(markdown) and "`rft`" in goal_part(markdown)
+    assert "sanity check of the benchmark): not run" in section(markdown, "backend")
 
 
 def test_checkpoints_evaluated_on_other_seeds_than_params_are_flagged(project):
@@ -186,7 +203,7 @@ def test_checkpoints_evaluated_on_other_seeds_than_params_are_flagged(project):
 def test_no_spread_from_single_runs(project):
     for method, success in (("zero_shot", 0.1), ("rft", 0.2), ("mtdpo", 0.3), ("sweet", 0.4)):
         write_metrics(project, method, over_seeds([success], [success]))
-    check = goal_check(rows_of(project))
+    check = goal_check(rows_of(project), DOMAINS["backend"])
     assert check["ordering_holds"] is True and check["spread"] is None and check["gap_exceeds_spread"] is None
     assert "the seed spread cannot be estimated" in run_stage_in(project)
 
@@ -194,7 +211,26 @@ def test_no_spread_from_single_runs(project):
 def test_report_with_no_inputs_at_all_is_still_written(project):
     markdown = run_stage_in(project)
     assert all(cells[1] == "not run" for cells in table_lines(markdown).values())
+    # The frontend is not in train_domains: only its reference agents' rows are expected.
+    assert list(table_lines(markdown, "frontend")) == ["expert", "no_ask"]
     assert (project / "reports" / "summary" / "training_curves.png").is_file()
+
+
+def test_frontend_table_shows_similarity_and_win_rate_beside_the_papers(project):
+    for method, data in FRONTEND.items():
+        write_metrics(project, method, data, "frontend")
+    write_metrics(project, "zero_shot", over_seeds([0.1], [0.3]))
+    markdown = run_stage_in(project)
+    rows = table_lines(markdown, "frontend")
+    assert list(rows) == ["expert", "no_ask"]
+    assert rows["expert"][1:] == ["93.0", "97.0", "1", "—", "—"]
+    frontend = section(markdown, "frontend")
+    assert "| similarity (%) | win rate (%) |" in frontend and "78.1 / 50.0" in frontend
+    assert "expected 100%): 100.0% similarity, 100.0% win rate" in frontend
+    assert "zero_shot" in table_lines(markdown, "backend")  # the backend's rows are the backend's
+    trained = read_domain(project / "reports", "frontend", trained=True)
+    assert [r.method for r in trained.rows][:4] == ["zero_shot", "rft", "mtdpo", "sweet"]
+    assert trained.rows[3].paper == (77.7, 48.2) and trained.check["metric"] == "win_rate"
 
 
 @pytest.mark.parametrize(
@@ -213,7 +249,7 @@ def test_malformed_metrics_raise_input_error_naming_file_and_field(project, cont
 
 def test_critic_table_joins_training_and_ranking_check(project):
     def write(sub: str, name: str, data: dict) -> None:
-        path = project / "reports" / sub / name / "metrics.json"
+        path = project / "reports" / "backend" / "stages" / sub / name / "metrics.json"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(data))
 
@@ -225,19 +261,22 @@ def test_critic_table_joins_training_and_ranking_check(project):
     assert "| `no_info` | 120 | — | — |" in markdown
 
 
+STAGES = "reports/backend/stages"
+
+
 def curves(root: Path) -> None:
-    write_tsv(root / "reports/base_model/plots/metrics/train/loss.tsv", "loss", [5, 3, 2, 1.5])
-    write_tsv(root / "reports/base_model/plots/metrics/eval/loss.tsv", "loss", [2.5, 1.4])
-    write_tsv(root / "reports/critics/with_info/plots/metrics/train/loss.tsv", "loss", [0.7, 0.6, 0.5])
-    write_tsv(root / "reports/critics/with_info/plots/metrics/train/rewards/accuracies.tsv", "accuracies", [0.5, 0.7])
+    write_tsv(root / STAGES / "base_model/plots/metrics/train/loss.tsv", "loss", [5, 3, 2, 1.5])
+    write_tsv(root / STAGES / "base_model/plots/metrics/eval/loss.tsv", "loss", [2.5, 1.4])
+    write_tsv(root / STAGES / "critics/with_info/plots/metrics/train/loss.tsv", "loss", [0.7, 0.6, 0.5])
+    write_tsv(root / STAGES / "critics/with_info/plots/metrics/train/rewards/accuracies.tsv", "accuracies", [0.5, 0.7])
     for seed in (10, 2, 0):  # numeric, not lexical, order
-        write_tsv(root / f"reports/policies/sweet/plots/seed{seed}/metrics/train/loss.tsv", "loss", [0.7, 0.65 - seed / 100])
-    (root / "reports/policies/rft/plots/seed0/metrics/train").mkdir(parents=True)  # started, nothing logged
+        write_tsv(root / STAGES / f"policies/sweet/plots/seed{seed}/metrics/train/loss.tsv", "loss", [0.7, 0.65 - seed / 100])
+    (root / STAGES / "policies/rft/plots/seed0/metrics/train").mkdir(parents=True)  # started, nothing logged
 
 
 def test_curve_panels_skip_missing_files(project):
     curves(project)
-    panels = find_curves(project / "reports")
+    panels = find_curves(project / STAGES)
     assert [(title, [name for name, _ in lines]) for title, lines in panels] == [
         ("base policy (SFT)", ["train", "eval"]),
         ("critic with_info", ["train"]),
@@ -249,12 +288,15 @@ def test_pngs_are_valid_and_byte_identical_across_renders(project):
     for method, data in HOLDS.items():
         write_metrics(project, method, data)
     curves(project)
-    rows, panels = rows_of(project), find_curves(project / "reports")
+    for method, data in FRONTEND.items():
+        write_metrics(project, method, data, "frontend")
+    results = [read_domain(project / "reports", d, d == "backend") for d in DOMAINS]
+    panels = find_curves(project / STAGES, "backend: ")
     renders = []
     for k in range(2):
         out = project / f"render{k}"
         out.mkdir()
-        plot_methods(rows, out / "methods.png")
+        plot_methods(results, out / "methods.png")
         plot_curves(panels, out / "training_curves.png")
         renders.append(out)
     for name in ("methods.png", "training_curves.png"):

@@ -14,6 +14,7 @@ import pytest
 
 from sweetflow.agents import ScriptedExpert
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn
+from sweetflow.domains import sandbox_runtime
 from sweetflow.params import EpisodeParams, Params
 from sweetflow.rollout import Checkpoint, TooManyFailures, collect, run_episodes, to_frame
 from sweetflow.sandbox import Sandbox, SandboxParams
@@ -55,7 +56,7 @@ class Flaky:
 
 
 def test_expert_episodes_alternate_and_succeed(tasks, sandbox, tmp_path):
-    records = run_episodes(tasks, 2, ScriptedExpert(1.0), ScriptedHuman(), sandbox, EpisodeParams(), 0,
+    records = run_episodes(tasks, 2, ScriptedExpert(1.0), sandbox_runtime(ScriptedHuman(), sandbox), EpisodeParams(), 0,
                            Checkpoint(tmp_path / "c.jsonl"))
     frame = to_frame(records)
     assert frame.height == 24 and frame.select("task_id", "sample").is_unique().all()
@@ -68,7 +69,7 @@ def test_expert_episodes_alternate_and_succeed(tasks, sandbox, tmp_path):
 
 def test_an_episode_without_the_marker_ends_at_the_turn_limit(tasks, sandbox, tmp_path):
     agent = Chatter()
-    records = run_episodes(tasks[:3], 1, agent, ScriptedHuman(), sandbox, EpisodeParams(max_turns=4), 0,
+    records = run_episodes(tasks[:3], 1, agent, sandbox_runtime(ScriptedHuman(), sandbox), EpisodeParams(max_turns=4), 0,
                            Checkpoint(tmp_path / "c.jsonl"))
     assert [r["n_turns"] for r in records] == [4, 4, 4]
     assert [r["answered"] for r in records] == [False] * 3
@@ -77,13 +78,13 @@ def test_an_episode_without_the_marker_ends_at_the_turn_limit(tasks, sandbox, tm
 
 
 def test_failed_episodes_are_recorded_and_the_stage_fails_past_the_share(tasks, tmp_path):
-    params = Params.model_validate({"sandbox": {"workers": 1}, "episodes": {"max_failure_share": 0.1}})
+    params = Params.model_validate({"backend": {"scoring": {"workers": 1}}, "episodes": {"max_failure_share": 0.1}})
     with pytest.raises(TooManyFailures, match="episodes failed"):
-        collect(tasks, Flaky(), params, 1, 0, tmp_path / "c.jsonl", "test")
+        collect(tasks, Flaky(), params, "backend", 1, 0, tmp_path / "c.jsonl", "test")
     kept = Checkpoint(tmp_path / "c.jsonl").load()
     assert kept and all(r["failure"] is None for r in kept.values())  # failures are retried on resume
-    lenient = Params.model_validate({"sandbox": {"workers": 1}, "episodes": {"max_failure_share": 1.0}})
-    frame = collect(tasks, Flaky(), lenient, 1, 0, tmp_path / "c.jsonl", "test")
+    lenient = Params.model_validate({"backend": {"scoring": {"workers": 1}}, "episodes": {"max_failure_share": 1.0}})
+    frame = collect(tasks, Flaky(), lenient, "backend", 1, 0, tmp_path / "c.jsonl", "test")
     failed = frame.filter(pl.col("failure").is_not_null())
     assert failed.height > 0 and failed["failure"].str.contains("HTTP 503").all()
 
@@ -95,7 +96,7 @@ def test_a_simulator_fault_fails_only_its_episode(tasks, sandbox, tmp_path):
                 raise ConnectionError("simulator went away")
             return super().reply(task, messages)
 
-    records = run_episodes(tasks[:4], 1, ScriptedExpert(1.0), Grumpy(), sandbox, EpisodeParams(), 0,
+    records = run_episodes(tasks[:4], 1, ScriptedExpert(1.0), sandbox_runtime(Grumpy(), sandbox), EpisodeParams(), 0,
                            Checkpoint(tmp_path / "c.jsonl"))
     assert records[0]["failure"] == "simulator: simulator went away"
     assert all(r["failure"] is None and r["success"] for r in records[1:])
@@ -108,12 +109,12 @@ def test_a_torn_checkpoint_line_is_ignored(tmp_path):
 
 
 def test_rollout_killed_mid_run_resumes_without_loss_or_duplicates(tmp_path):
-    params = {"tasks": {"n_train": 240, "n_test": 2}, "sandbox": {"workers": 2},
+    params = {"backend": {"tasks": {"n_train": 240, "n_test": 2}, "scoring": {"workers": 2}},
               "rollout": {"agent": "half_expert", "samples_per_task": 3}, "episodes": {"flush_every": 8}}
     project = make_project(tmp_path / "p", params)
-    run([sys.executable, "-m", "stages.tasks"], project)
+    run([sys.executable, "-m", "stages.tasks", "backend"], project)
     checkpoints = project / ".sweetflow/checkpoints"
-    proc = subprocess.Popen([sys.executable, "-m", "stages.rollout", "rollout"], cwd=project, env=tool_env(),
+    proc = subprocess.Popen([sys.executable, "-m", "stages.rollout", "rollout", "backend"], cwd=project, env=tool_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and _saved(checkpoints) < 80:
@@ -122,19 +123,19 @@ def test_rollout_killed_mid_run_resumes_without_loss_or_duplicates(tmp_path):
     proc.wait()
     saved = _saved(checkpoints)
     assert 0 < saved < 720, "the kill should land mid-run"
-    assert not (project / "data/rollout").exists()  # no half artifact at the declared path
+    assert not (project / "data/backend/rollout").exists()  # no half artifact at the declared path
 
-    resumed = run([sys.executable, "-m", "stages.rollout", "rollout"], project)
+    resumed = run([sys.executable, "-m", "stages.rollout", "rollout", "backend"], project)
     assert f"resuming: {saved} of 720 episodes already done" in resumed.stderr
-    frame = pl.read_parquet(project / "data/rollout/trajectories.parquet")
+    frame = pl.read_parquet(project / "data/backend/rollout/trajectories.parquet")
     assert frame.height == 720 and frame.select("task_id", "sample").is_unique().all()
     assert not list(checkpoints.glob("*.jsonl"))  # cleaned up once the output is whole
 
     # The resumed run equals an uninterrupted one (scripted agents are deterministic by seed).
     clean = make_project(tmp_path / "clean", params)
-    run([sys.executable, "-m", "stages.tasks"], clean)
-    run([sys.executable, "-m", "stages.rollout", "rollout"], clean)
-    assert frame.equals(pl.read_parquet(clean / "data/rollout/trajectories.parquet"))
+    run([sys.executable, "-m", "stages.tasks", "backend"], clean)
+    run([sys.executable, "-m", "stages.rollout", "rollout", "backend"], clean)
+    assert frame.equals(pl.read_parquet(clean / "data/backend/rollout/trajectories.parquet"))
 
 
 def _saved(checkpoints: Path) -> int:

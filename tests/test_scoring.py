@@ -10,7 +10,7 @@ import pytest
 from sweetflow import plaindata
 from sweetflow.cli import main
 from sweetflow.sandbox import Sandbox, SandboxParams
-from sweetflow.scoring import check_references, extract_code, score_answers, passes_test
+from sweetflow.scoring import check_references, extract_code, passes_test, score_answers
 from tests.conftest import SAMPLE
 
 

@@ -13,10 +13,11 @@ from sweetflow.tasks.colbench import ImportRowError
 from sweetflow.trajectory_io import import_official
 
 
+@pytest.mark.xdist_group("pipeline")  # shares the reproduced DAG with tests/test_pipeline.py
 def test_rollouts_round_trip_through_the_official_shape(repro_project, tmp_path):
-    rollouts = repro_project / "data/rollout/trajectories.parquet"
+    rollouts = repro_project / "data/backend/rollout/trajectories.parquet"
     out = tmp_path / "official.jsonl"
-    assert main(["export-trajectories", str(rollouts), "--tasks", str(repro_project / "data/tasks/train.parquet"),
+    assert main(["export-trajectories", str(rollouts), "--tasks", str(repro_project / "data/backend/tasks/train.parquet"),
                  "--out", str(out)]) == 0
     first = json.loads(out.read_text().splitlines()[0])
     assert set(first) == {"task", "dialogue_history", "answer", "reward"}

@@ -28,7 +28,9 @@ def demo_chats(tasks: list[dict], demos: list[dict]) -> list[list[dict]]:
     for demo in demos:
         task = by_id[demo["task_id"]]
         messages = [Message(turn["role"], turn["content"]) for turn in demo["dialogue"]]
-        view = EpisodeView(demo["task_id"], task["problem_description"], messages, demo["seed"])
+        view = EpisodeView(
+            demo["task_id"], task["problem_description"], messages, demo["seed"], domain=task.get("domain", "backend")
+        )
         chats.append(policy_chat(view))
     return chats
 
@@ -39,7 +41,7 @@ def tokenizer_corpus(tasks: list[dict], chats: list[list[dict]]) -> Iterator[str
     so that the text it reads most often is also the cheapest to encode)."""
     for task in tasks:
         yield task["problem_description"]
-        yield from (fact["fact"] for fact in task["facts"] or [])
+        yield from (fact["fact"] for fact in task.get("facts") or [])
         yield task["ground_truth"]
     for chat in chats:
         yield from (message["content"] for message in chat)

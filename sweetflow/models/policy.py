@@ -114,10 +114,15 @@ def sample(
     context. Temperature 0 is greedy decoding.
     """
     device = model.device
-    rows, width = len(prompts), max(len(p) for p in prompts)
-    input_ids = torch.full((rows, width), pad_id, dtype=torch.long, device=device)
-    attention = torch.zeros((rows, width), dtype=torch.long, device=device)
-    for i, p in enumerate(prompts):
+    # Equal prompts (the candidates of one state, the samples of a task at its first turn) are read
+    # once: the prompt pass dominates the cost, and its cache is then copied to each of their rows.
+    index: dict[tuple[int, ...], int] = {}
+    which = torch.tensor([index.setdefault(tuple(p), len(index)) for p in prompts], device=device)
+    distinct = list(index)
+    width = max(len(p) for p in distinct)
+    input_ids = torch.full((len(distinct), width), pad_id, dtype=torch.long, device=device)
+    attention = torch.zeros((len(distinct), width), dtype=torch.long, device=device)
+    for i, p in enumerate(distinct):
         input_ids[i, width - len(p) :] = torch.tensor(p, device=device)
         attention[i, width - len(p) :] = 1
     # Positions count real tokens only, so a left-padded row sees the positions it would see alone.
@@ -127,10 +132,11 @@ def sample(
     cache = DynamicCache()
     # logits_to_keep=1: only the last position's logits are needed, not the whole prompt's.
     out = model(input_ids, attention_mask=attention, position_ids=positions, past_key_values=cache, logits_to_keep=1)
-    logits = out.logits[:, -1]
+    cache.batch_select_indices(which)
+    logits, attention, positions = out.logits[which, -1], attention[which], positions[which]
     tokens: list[list[int]] = [[] for _ in prompts]
     logprobs: list[list[float]] = [[] for _ in prompts]
-    live = list(range(rows))  # the prompts still generating, in the order of the batch's rows
+    live = list(range(len(prompts)))  # the prompts still generating, in the order of the batch's rows
     for step in range(int(budget.max())):
         choice = choose(logits.float(), temperature, top_p, [generators[i] for i in live])
         chosen_logp = torch.log_softmax(logits.float(), dim=-1).gather(1, choice[:, None]).squeeze(1)

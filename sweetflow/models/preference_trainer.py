@@ -22,7 +22,9 @@ from sweetflow.preference import (
     PreferenceLoss,
     SegmentedSequence,
     SegmentLogps,
+    batch_tokens,
     collate_segmented,
+    collate_shared_prefix,
     reference_segment_logps,
     segment_logps,
     segment_scores,
@@ -38,19 +40,28 @@ class PairData:
         return sum(len(self.sequences[i].input_ids) + len(self.sequences[j].input_ids) for i, j in self.pairs)
 
 
-def collate_pairs(pairs: list[tuple[int, int]], data: PairData, ref: SegmentLogps, pad_id: int) -> dict:
-    """Chosen rows first, then rejected rows in the same order (PreferenceLoss's layout), with the
-    cached reference sums of exactly those rows."""
+def collate_pairs(
+    pairs: list[tuple[int, int]], data: PairData, ref: SegmentLogps, pad_id: int, share_prefixes: bool = True
+) -> dict:
+    """The batch's distinct sequences, each read once (with shared prefixes read once too, unless
+    `share_prefixes` is off: gradient checkpointing keeps no cache), and `rows`, which lays their
+    scores out as PreferenceLoss wants them — chosen rows first, then rejected rows in the same
+    order — next to the cached reference sums of exactly those rows."""
     rows = [c for c, _ in pairs] + [r for _, r in pairs]
-    batch = collate_segmented([data.sequences[i] for i in rows], pad_id)
+    distinct = list(dict.fromkeys(rows))
+    position = {seq: i for i, seq in enumerate(distinct)}
+    collate = collate_shared_prefix if share_prefixes else collate_segmented
+    batch = collate([data.sequences[i] for i in distinct], pad_id)
+    batch["rows"] = torch.tensor([position[r] for r in rows], dtype=torch.long)
     batch["ref_sums"] = ref.sums[rows]
     return batch
 
 
 def preference_step(model, batch: dict, loss: PreferenceLoss, num_segments: int) -> StepResult:
     sums, counts = segment_logps(model, batch, num_segments)
-    out = loss(sums, batch["ref_sums"].to(sums.device), counts)
-    return StepResult(out.loss, int(batch["attention_mask"].sum()), out.metrics())
+    rows = batch["rows"]
+    out = loss(sums[rows], batch["ref_sums"].to(sums.device), counts[rows])
+    return StepResult(out.loss, batch_tokens(batch), out.metrics())
 
 
 def train_preference(
@@ -70,7 +81,8 @@ def train_preference(
     if not data.pairs:
         raise ValueError(f"{name}: no preference pairs to train on")
     k = ref.num_segments
-    collate_fn = partial(collate_pairs, data=data, ref=ref, pad_id=pad_id)
+    share = not p.gradient_checkpointing
+    collate_fn = partial(collate_pairs, data=data, ref=ref, pad_id=pad_id, share_prefixes=share)
     step = partial(preference_step, loss=loss, num_segments=k)
 
     def evaluate(model, accelerator: Accelerator) -> dict[str, float]:
@@ -78,7 +90,7 @@ def train_preference(
         totals: dict[str, float] = {}
         for start in range(0, len(held.pairs), p.batch_size):
             chunk = held.pairs[start : start + p.batch_size]
-            batch = collate_pairs(chunk, held, held_ref, pad_id)
+            batch = collate_pairs(chunk, held, held_ref, pad_id, share)
             batch = {key: value.to(accelerator.device) for key, value in batch.items()}
             metrics = preference_step(model, batch, loss, held_ref.num_segments).metrics
             for key, value in metrics.items():

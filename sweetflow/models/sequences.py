@@ -23,22 +23,24 @@ Scoring = Literal["turns", "all", "last"]
 TRAINING_INFO = """
 
 Training-time information, which the person has and the assistant does not: the final answer is
-```python
+```{language}
 {reference}
 ```"""
+LANGUAGE = {"backend": "python", "frontend": "html"}
 
 
 def dialogue_view(task: dict, dialogue: list[dict], seed: int = 0) -> EpisodeView:
-    """An episode view of a recorded dialogue (a trajectory's, or a prefix of it)."""
+    """An episode view of a recorded dialogue (a trajectory's, or a prefix of it), in the task's domain."""
     messages = [Message(turn["role"], turn["content"]) for turn in dialogue]
-    return EpisodeView(task["task_id"], task["problem_description"], messages, seed)
+    return EpisodeView(task["task_id"], task["problem_description"], messages, seed, domain=task.get("domain", "backend"))
 
 
 def chat_for(view: EpisodeView, reference: str | None) -> list[dict]:
     """The policy's chat, or with `reference` the critic's: the same with `c` in the system message."""
     chat = policy_chat(view)
     if reference is not None:
-        chat[0] = {**chat[0], "content": chat[0]["content"] + TRAINING_INFO.format(reference=reference.strip())}
+        info = TRAINING_INFO.format(language=LANGUAGE[view.domain], reference=reference.strip())
+        chat[0] = {**chat[0], "content": chat[0]["content"] + info}
     return chat
 
 

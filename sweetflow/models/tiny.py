@@ -8,11 +8,14 @@ an ordinary Hugging Face checkpoint directory, so every consumer (in-process gen
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from sweetflow.agents import POLICY_SYSTEM_PROMPTS
 
 BOS = "<|begin|>"
 EOS = "<|end|>"  # ends every message; the model emits it to end its turn, generation stops on it
@@ -20,6 +23,11 @@ PAD = "<|pad|>"
 ROLES = ("system", "user", "assistant")
 # Specials come first so that their ids (0..6) do not depend on the corpus.
 SPECIAL_TOKENS = [PAD, BOS, EOS] + [f"<|{role}|>" for role in ROLES]
+
+# The policy's instructions are left out of system messages, and whatever else a system message
+# holds (the critic's training-time information) is kept: a model trained from scratch cannot read
+# instructions, and they would be a quarter of every sequence it trains on and generates from.
+_ELIDE_INSTRUCTIONS = "".join(f" | replace({json.dumps(prompt)}, '')" for prompt in POLICY_SYSTEM_PROMPTS.values())
 
 # `<|begin|><|system|>…<|end|><|user|>…<|end|><|assistant|>…<|end|>`. No whitespace around the
 # role markers: every token the model sees is either a marker or content. The assistant's content
@@ -35,6 +43,8 @@ CHAT_TEMPLATE = (
     "{{ '<|' + message['role'] + '|>' }}"
     "{% if message['role'] == 'assistant' %}"
     "{% generation %}{{ message['content'] }}{{ eos_token }}{% endgeneration %}"
+    "{% elif message['role'] == 'system' %}"
+    "{{ message['content']" + _ELIDE_INSTRUCTIONS + " }}{{ eos_token }}"
     "{% else %}"
     "{{ message['content'] }}{{ eos_token }}"
     "{% endif %}"

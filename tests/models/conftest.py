@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from sweetflow.agents import ScriptedExpert
+from sweetflow.domains import sandbox_runtime
 from sweetflow.params import EpisodeParams
 from sweetflow.rollout import Checkpoint, run_episodes
 from sweetflow.rollout import to_frame as trajectories_frame
@@ -29,9 +30,9 @@ TINY = {"vocab_size": 384, "hidden_size": 64, "layers": 2, "heads": 4, "max_leng
 
 @dataclass
 class Corpus:
-    train: list[dict]  # checked task rows, as data/tasks/train.parquet holds them
+    train: list[dict]  # checked task rows, as data/backend/tasks/train.parquet holds them
     test: list[dict]
-    demos: list[dict]  # trajectory records, as data/demos/trajectories.parquet holds them
+    demos: list[dict]  # trajectory records, as data/backend/demos/trajectories.parquet holds them
 
 
 @pytest.fixture(scope="session")
@@ -51,19 +52,19 @@ def corpus(sandbox, tmp_path_factory) -> Corpus:
             for t, c in zip(tasks, checks)
         ]
     demos = run_episodes(
-        checked["train"], 2, ScriptedExpert(0.8), ScriptedHuman(), sandbox, EpisodeParams(), 0,
+        checked["train"], 2, ScriptedExpert(0.8), sandbox_runtime(ScriptedHuman(), sandbox), EpisodeParams(), 0,
         Checkpoint(tmp_path_factory.mktemp("demos") / "c.jsonl"),
     )  # fmt: skip
     return Corpus(checked["train"], checked["test"], demos)
 
 
 def write_inputs(root: Path, corpus: Corpus, model: dict) -> Path:
-    """A working directory with the stage's inputs and a params.yaml whose `model` section is `model`."""
-    (root / "data/tasks").mkdir(parents=True)
-    (root / "data/demos").mkdir(parents=True)
-    tasks_frame(corpus.train, CHECKED_SCHEMA).write_parquet(root / "data/tasks/train.parquet")
-    trajectories_frame(corpus.demos).write_parquet(root / "data/demos/trajectories.parquet")
-    (root / "params.yaml").write_text(yaml.safe_dump({"model": model}))
+    """A working directory with the stage's inputs and a params.yaml whose `backend.model` section is `model`."""
+    (root / "data/backend/tasks").mkdir(parents=True)
+    (root / "data/backend/demos").mkdir(parents=True)
+    tasks_frame(corpus.train, CHECKED_SCHEMA).write_parquet(root / "data/backend/tasks/train.parquet")
+    trajectories_frame(corpus.demos).write_parquet(root / "data/backend/demos/trajectories.parquet")
+    (root / "params.yaml").write_text(yaml.safe_dump({"backend": {"model": model}}))
     return root
 
 
@@ -71,13 +72,13 @@ def write_inputs(root: Path, corpus: Corpus, model: dict) -> Path:
 def stage_dir(corpus, tmp_path_factory) -> Path:
     """A directory in which `python -m stages.base_model` has built the tiny base policy."""
     root = write_inputs(tmp_path_factory.mktemp("stage"), corpus, TINY)
-    run([sys.executable, "-m", "stages.base_model"], root, timeout=300)
+    run([sys.executable, "-m", "stages.base_model", "backend"], root, timeout=300)
     return root
 
 
 @pytest.fixture(scope="session")
 def checkpoint(stage_dir) -> Path:
-    return stage_dir / "models/base"
+    return stage_dir / "models/backend/base"
 
 
 @pytest.fixture(autouse=True, scope="session")

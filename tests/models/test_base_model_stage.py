@@ -23,10 +23,10 @@ def test_tiny_stage_writes_a_checkpoint_with_its_config_and_dvclive_report(stage
     assert config["model"] == {**config["model"], **TINY}
     assert config["data"]["train_dialogues"] == 16 and config["data"]["train_dialogues_cut"] == 0
     manifest = read_manifest(checkpoint)
-    assert manifest["stage"] == "base_model" and set(manifest["inputs"]) == {
-        "data/tasks/train.parquet", "data/demos/trajectories.parquet"
+    assert manifest["stage"] == "base_model@backend" and set(manifest["inputs"]) == {
+        "data/backend/tasks/train.parquet", "data/backend/demos/trajectories.parquet"
     }  # fmt: skip
-    report = stage_dir / "reports/base_model"
+    report = stage_dir / "reports/backend/stages/base_model"
     metrics = json.loads((report / "metrics.json").read_text())
     assert metrics["steps"] == 8 and metrics["data"] == config["data"]
     loss = (report / "plots/metrics/train/loss.tsv").read_text().splitlines()
@@ -52,19 +52,21 @@ def test_checkpoint_loads_and_generates_offline(checkpoint, tmp_path):
 
 def test_local_checkpoint_is_adopted_as_is(corpus, checkpoint, tmp_path, monkeypatch):
     monkeypatch.chdir(write_inputs(tmp_path, corpus, {"base": str(checkpoint)}))
+    monkeypatch.setattr(sys, "argv", ["base_model", "backend"])
     base_model.main()
-    adopted = tmp_path / "models/base"
+    adopted = tmp_path / "models/backend/base"
     for name in ("config.json", "model.safetensors", "tokenizer.json"):
         assert os.path.samefile(adopted / name, checkpoint / name)  # hard-linked: big weights are not copied
     assert read_manifest(adopted)["inputs"] == {checkpoint.as_posix(): content_hash(checkpoint)}
-    assert read_manifest(checkpoint)["stage"] == "base_model"  # the source's own manifest is untouched
-    metrics = json.loads((tmp_path / "reports/base_model/metrics.json").read_text())
+    assert read_manifest(checkpoint)["stage"] == "base_model@backend"  # the source's own manifest is untouched
+    metrics = json.loads((tmp_path / "reports/backend/stages/base_model/metrics.json").read_text())
     assert metrics == {"base": str(checkpoint), "files": "hardlink", "trained": False}
 
 
 def test_hub_id_without_local_files_is_an_input_error(corpus, tmp_path, monkeypatch):
     hub_id = "meta-llama/Llama-3.1-8B-Instruct"
     monkeypatch.chdir(write_inputs(tmp_path, corpus, {"base": hub_id}))
+    monkeypatch.setattr(sys, "argv", ["base_model", "backend"])
     with pytest.raises(InputError, match=f"model.base: '{hub_id}' is neither 'tiny' nor a local directory"):
         base_model.main()
     assert not (tmp_path / "models").exists()

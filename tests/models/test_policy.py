@@ -11,6 +11,7 @@ import torch
 
 from sweetflow.agents import OpenAIAgent, policy_chat
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, EpisodeView, Message
+from sweetflow.domains import sandbox_runtime
 from sweetflow.models.policy import ContextOverflow, TransformersAgent, sample, turn_seed
 from sweetflow.params import AgentParams, EndpointParams, EpisodeParams
 from sweetflow.rollout import Checkpoint, run_episodes, to_frame
@@ -106,7 +107,7 @@ def test_served_and_in_process_backends_both_produce_well_formed_episodes(checkp
     tasks, episodes = corpus.test[:3], EpisodeParams(max_turns=3)
 
     def roll(policy, name):
-        records = run_episodes(tasks, 2, policy, ScriptedHuman(), sandbox, episodes, 0, Checkpoint(tmp_path / name))
+        records = run_episodes(tasks, 2, policy, sandbox_runtime(ScriptedHuman(), sandbox), episodes, 0, Checkpoint(tmp_path / name))
         return to_frame(records)
 
     in_process = roll(agent(checkpoint, max_new_tokens=48), "transformers.jsonl")

@@ -1,0 +1,1 @@
+"""ColBench frontend design: HTML tasks, rendering to screenshots and visual-similarity rewards."""

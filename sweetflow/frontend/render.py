@@ -1,0 +1,372 @@
+"""HTML pages to PNG screenshots on headless Chromium, fully offline and deterministic.
+
+`RenderPool` keeps one browser and `pages` reusable pages, each in its own browser context, and
+renders many HTML strings concurrently. Every request a page makes is intercepted:
+
+- the page itself is served from a fixed made-up origin (`PAGE_URL`), so relative URLs stay inside
+  it and are blocked like everything else;
+- Tailwind CSS 2.2.19 from any CDN (any `tailwind*.css` under a `tailwindcss@2.2.19/` or
+  `tailwindcss/2.2.19/` path) is answered from the local copy of the npm package's
+  `dist/tailwind.min.css`; other versions are blocked, as any other request;
+- `picsum.photos` images (`/id/<id>/<w>/<h>`, `/seed/<s>/<w>/<h>`, `/<w>/<h>`, `/<w>`; trailing junk
+  after a number, as in `/200-learning`, is ignored) are answered with a generated placeholder PNG of
+  the requested size (a fixed grey-blue to sand gradient; sides above 5000 px are refused);
+- everything else is blocked: navigations away (links followed by script, meta refresh, iframes)
+  get "204 No Content", so the page stays as it was; other requests are aborted; WebSockets are
+  closed; and host names do not resolve at all.
+
+Screenshots are `viewport_width` wide and as tall as the page, at least `viewport_height` and at most
+`max_height` (defaults 1280 x 800 .. 4096): the viewport of a common laptop, and a cap that keeps a
+runaway page to about 20 MB of pixels. Animations are stopped, the clock is fixed at
+`FIXED_TIME` and `Math.random` is seeded, so the same HTML gives the same PNG on the same machine.
+
+A page that does not load and shoot within `timeout_s`, or whose renderer crashes, yields None;
+its browser context is thrown away and replaced (the whole browser too if it died), and the pool
+keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+import threading
+from collections import Counter
+from concurrent.futures import as_completed
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+from urllib.parse import urlsplit
+
+import numpy as np
+from PIL import Image
+from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route, async_playwright
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeout
+from tqdm import tqdm
+
+from sweetflow.params import RenderParams
+
+PAGE_URL = "http://page.sweetflow.invalid/"
+FIXED_TIME = "2024-01-01T12:00:00Z"
+# mulberry32 with a fixed seed, installed before any script of the page runs.
+SEEDED_RANDOM_JS = """(() => {
+  let a = 0x2545F491;
+  Math.random = function () {
+    a = (a + 0x6D2B79F5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+})();"""
+# Run once the page is committed: wait for the window's load event (the document's own word:
+# Playwright's load tracking loses it when the page starts a navigation that is then cancelled),
+# then until every image, CSS background image and font is loaded and decoded (lazy images are
+# made eager: a full-page shot never scrolls to them), then for two frames, so that the screenshot
+# never catches a page half painted.
+SETTLE_JS = r"""async () => {
+  if (document.readyState !== 'complete') await new Promise((done) => addEventListener('load', done, { once: true }));
+  const waits = [];
+  for (const img of document.images) {
+    if (img.loading === 'lazy') img.loading = 'eager';
+    waits.push(img.decode().catch(() => {}));
+  }
+  const backgrounds = new Set();
+  for (const el of document.querySelectorAll('*')) {
+    for (const m of getComputedStyle(el).backgroundImage.matchAll(/url\("?(.*?)"?\)/g)) backgrounds.add(m[1]);
+  }
+  for (const url of backgrounds) {
+    const img = new Image();
+    img.src = url;
+    waits.push(img.decode().catch(() => {}));
+  }
+  waits.push(document.fonts.ready);
+  await Promise.all(waits);
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+}"""
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    # Exact sRGB colours in screenshots, whatever the machine's display profile.
+    "--force-color-profile=srgb",
+    # A second wall besides request interception: no host name resolves, for anything not intercepted.
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+]
+TAILWIND_RE = re.compile(r"tailwindcss(?:@|/)v?2\.2\.19/(?:.*/)?tailwind[^/]*\.css$")
+PICSUM_RE = re.compile(r"^/(?:(?:id|seed)/[^/]+/)?(\d+)(?:/(\d+))?")
+PICSUM_MAX_SIDE = 5000
+CLOSE_TIMEOUT_S = 5.0
+
+
+def picsum_size(url: str) -> tuple[int, int] | None:
+    """(width, height) a picsum.photos image URL asks for; None for other URLs or absurd sizes."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if host != "picsum.photos" and not host.endswith(".picsum.photos"):
+        return None
+    match = PICSUM_RE.match(parts.path)
+    if not match:
+        return None
+    width = int(match.group(1))
+    height = int(match.group(2)) if match.group(2) else width
+    if not (1 <= width <= PICSUM_MAX_SIDE and 1 <= height <= PICSUM_MAX_SIDE):
+        return None
+    return width, height
+
+
+@lru_cache(maxsize=16)
+def placeholder_png(width: int, height: int) -> bytes:
+    """A fixed diagonal gradient (grey-blue top left to sand bottom right) of the given size."""
+    # Drawn small and stretched: memory stays at the output's own pixels even at 5000 x 5000.
+    t = (np.linspace(0, 1, 256)[None, :] + np.linspace(0, 1, 256)[:, None]) / 2
+    start, end = np.array([112, 128, 150]), np.array([214, 196, 160])
+    base = Image.fromarray((start + t[..., None] * (end - start)).round().astype(np.uint8), "RGB")
+    out = io.BytesIO()
+    base.resize((width, height), Image.Resampling.BILINEAR).save(out, format="PNG", compress_level=1)
+    return out.getvalue()
+
+
+def is_tailwind_2_2_19(url: str) -> bool:
+    return bool(TAILWIND_RE.search(urlsplit(url).path))
+
+
+@dataclass
+class _Slot:
+    """One reusable page in its own browser context (so a broken one is thrown away alone)."""
+
+    html: str = ""
+    context: BrowserContext | None = None
+    page: Page | None = None
+    generation: int = -1  # the browser launch it belongs to
+    crashed: bool = False
+
+
+@dataclass
+class _Browser:
+    playwright: Playwright | None = None
+    browser: Browser | None = None
+    generation: int = 0
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class RenderPool:
+    """One headless Chromium and `params.pages` reusable pages; use as a context manager.
+
+    Playwright's sync API is bound to the thread that started it and serves one call at a time.
+    The pool runs the async API on an event loop in its own thread instead: pages render
+    concurrently, and `render_many` can be called from any thread (e.g. simulator workers).
+    """
+
+    def __init__(self, params: RenderParams | None = None):
+        self.params = params or RenderParams()
+        # Pages: rendered, timeouts, crashes, errors; requests: tailwind_served, picsum_served, blocked;
+        # browser_launches. Written by the pool's thread only.
+        self.stats: Counter[str] = Counter()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle (caller's thread) ------------------------------------------------------------
+
+    def __enter__(self) -> "RenderPool":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> None:
+        if self._loop is not None:
+            return
+        if not self.params.chromium.exists():
+            raise FileNotFoundError(
+                f"Chromium not found at {self.params.chromium} (render.chromium); run scripts/setup.sh "
+                "(it installs Debian's `chromium` package)"
+            )
+        if not self.params.tailwind_css.is_file():
+            raise FileNotFoundError(
+                f"Tailwind CSS 2.2.19 not found at {self.params.tailwind_css} (render.tailwind_css, relative to "
+                f"{Path.cwd()}); run scripts/setup.sh"
+            )
+        self._tailwind = self.params.tailwind_css.read_bytes()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="render-pool", daemon=True)
+        self._thread.start()
+        try:
+            self._call(self._open())
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._loop is None:
+            return
+        try:
+            self._call(self._shutdown())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._loop.close()
+            self._loop = self._thread = None
+
+    def _call(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    # -- rendering (caller's thread) ------------------------------------------------------------
+
+    def render(self, html: str) -> bytes | None:
+        return self.render_many([html], desc=None)[0]
+
+    def render_many(self, htmls: Sequence[str], desc: str | None = "rendering") -> list[bytes | None]:
+        """PNG screenshots of the pages, in order; None where a page timed out or crashed.
+        `desc` labels a progress bar (None: no bar)."""
+        if self._loop is None:
+            raise RuntimeError("RenderPool is not started; use it as a context manager")
+        futures = [asyncio.run_coroutine_threadsafe(self._render(html), self._loop) for html in htmls]
+        with tqdm(total=len(futures), desc=desc, unit="page", disable=desc is None) as bar:
+            for _ in as_completed(futures):
+                bar.update()
+        self._call(self._blank_idle_pages())
+        return [f.result() for f in futures]
+
+    # -- the event loop's side ------------------------------------------------------------------
+
+    async def _open(self) -> None:
+        self._browser = _Browser(playwright=await async_playwright().start())
+        await self._live_browser()
+        self._free: asyncio.Queue[_Slot] = asyncio.Queue()
+        for _ in range(self.params.pages):
+            self._free.put_nowait(_Slot())
+
+    async def _shutdown(self) -> None:
+        await self._drop_browser()
+        if self._browser.playwright is not None:
+            await self._browser.playwright.stop()
+
+    async def _live_browser(self) -> tuple[Browser, int]:
+        """The browser, relaunched if it has died; and the number of its launch."""
+        state = self._browser
+        async with state.lock:
+            if state.browser is None or not state.browser.is_connected():
+                # launch() gives the browser a fresh, empty profile directory and deletes it on close.
+                state.browser = await state.playwright.chromium.launch(
+                    executable_path=str(self.params.chromium),
+                    args=CHROMIUM_ARGS + [f"--js-flags=--max-old-space-size={self.params.js_heap_mb}"],
+                )
+                state.generation += 1
+                self.stats["browser_launches"] += 1
+            return state.browser, state.generation
+
+    async def _render(self, html: str) -> bytes | None:
+        slot = await self._free.get()
+        try:
+            try:
+                await self._ready(slot)
+            except PlaywrightError:
+                # The browser died between the check and its use: relaunch it once; a second failure is real.
+                await self._drop_browser()
+                await self._ready(slot)
+            slot.html = html
+            try:
+                png = await asyncio.wait_for(self._shoot(slot.page), self.params.timeout_s)
+            except (TimeoutError, PlaywrightError) as e:
+                timeout = isinstance(e, (TimeoutError, PlaywrightTimeout))
+                kind = "crashes" if slot.crashed else "timeouts" if timeout else "errors"
+                self.stats[kind] += 1
+                await self._discard(slot)
+                return None
+            self.stats["rendered"] += 1
+            return png
+        finally:
+            self._free.put_nowait(slot)
+
+    async def _blank_idle_pages(self) -> None:
+        """Navigate the idle pages to about:blank: the last page's scripts (an animation, a timer)
+        must not keep running while the pool waits for its next batch."""
+        idle = [self._free.get_nowait() for _ in range(self._free.qsize())]
+        try:
+            await asyncio.gather(*(self._blank(slot) for slot in idle if slot.page is not None))
+        finally:
+            for slot in idle:
+                self._free.put_nowait(slot)
+
+    async def _blank(self, slot: _Slot) -> None:
+        try:
+            await asyncio.wait_for(slot.page.goto("about:blank"), CLOSE_TIMEOUT_S)
+        except (TimeoutError, PlaywrightError):
+            await self._discard(slot)
+
+    async def _shoot(self, page: Page) -> bytes:
+        await page.goto(PAGE_URL, wait_until="commit")
+        await page.evaluate(SETTLE_JS)
+        clip = {"x": 0, "y": 0, "width": self.params.viewport_width, "height": self.params.max_height}
+        # With full_page, the clip is cut to the document: viewport width, page height up to the cap.
+        return await page.screenshot(type="png", full_page=True, clip=clip, animations="disabled")
+
+    async def _ready(self, slot: _Slot) -> None:
+        browser, generation = await self._live_browser()
+        if slot.page is not None and slot.generation == generation and not slot.page.is_closed():
+            return
+        await self._discard(slot)
+        context = await browser.new_context(
+            viewport={"width": self.params.viewport_width, "height": self.params.viewport_height},
+            device_scale_factor=1,
+            reduced_motion="reduce",
+            service_workers="block",
+        )
+        context.set_default_timeout(self.params.timeout_s * 1000)
+        await context.add_init_script(SEEDED_RANDOM_JS)
+        await context.clock.set_fixed_time(FIXED_TIME)
+        await context.route("**/*", lambda route: self._answer(route, slot))
+        await context.route_web_socket("**/*", lambda ws: ws.close())
+        page = await context.new_page()
+        page.on("crash", lambda _: setattr(slot, "crashed", True))
+        slot.context, slot.page, slot.generation, slot.crashed = context, page, generation, False
+
+    async def _discard(self, slot: _Slot) -> None:
+        context, slot.context, slot.page = slot.context, None, None
+        if context is None:
+            return
+        try:
+            await asyncio.wait_for(context.close(), CLOSE_TIMEOUT_S)
+        except (TimeoutError, PlaywrightError):
+            # A browser that cannot close a context is not trusted with the next page (unless it
+            # has been replaced already).
+            if slot.generation == self._browser.generation:
+                await self._drop_browser()
+
+    async def _drop_browser(self) -> None:
+        """Close the browser (if it still answers); the next page launches a new one."""
+        async with self._browser.lock:
+            stale, self._browser.browser = self._browser.browser, None
+        if stale is not None:
+            try:
+                await asyncio.wait_for(stale.close(), CLOSE_TIMEOUT_S)
+            except (TimeoutError, PlaywrightError):
+                pass
+
+    async def _answer(self, route: Route, slot: _Slot) -> None:
+        url = route.request.url
+        try:
+            if url == PAGE_URL:
+                await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=slot.html)
+            elif is_tailwind_2_2_19(url):
+                self.stats["tailwind_served"] += 1
+                await route.fulfill(status=200, content_type="text/css; charset=utf-8", body=self._tailwind)
+            elif (size := picsum_size(url)) is not None:
+                self.stats["picsum_served"] += 1
+                await route.fulfill(status=200, content_type="image/png", body=placeholder_png(*size))
+            elif route.request.is_navigation_request():
+                # "No content" cancels a navigation and leaves the page as it was (an abort would show an error page).
+                self.stats["blocked"] += 1
+                await route.fulfill(status=204)
+            else:
+                self.stats["blocked"] += 1
+                await route.abort("blockedbyclient")
+        except PlaywrightError:
+            pass  # the page was closed (timed out, crashed) while this request was pending

@@ -1,0 +1,138 @@
+"""Frontend design tasks: generation, the task table, and ColBench's official JSONL shape.
+
+A task is ColBench's `{problem_description, ground_truth}` (the target page's HTML) plus, for
+generated tasks, the page's spec (`sweetflow.frontend.page.Page` as JSON; null for imported rows)
+and the site type. Tables are Parquet with the explicit schema `FRONTEND_TASK_SCHEMA`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from pathlib import Path
+
+import polars as pl
+from tqdm import tqdm
+
+from sweetflow.frontend.page import page_to_json, to_html
+from sweetflow.frontend.pages import generate_page
+from sweetflow.tasks.colbench import ImportRowError, iter_jsonl
+
+MAX_DUPLICATE_DRAWS = 1000  # duplicate pages in a row that mean the generator is used up
+
+FRONTEND_TASK_SCHEMA = pl.Schema(
+    {
+        "task_id": pl.String,
+        "site": pl.String,  # the site type: "Bakery" (generated), the description's prefix (imported)
+        "problem_description": pl.String,
+        "ground_truth": pl.String,  # the target page's HTML
+        "spec": pl.String,  # the generated page as JSON (page_from_json); null for imported rows
+        "split": pl.String,
+    }
+)
+
+# Added by the tasks stage after rendering every target twice (sweetflow.frontend.checks).
+CHECKED_FRONTEND_SCHEMA = pl.Schema(
+    {
+        **FRONTEND_TASK_SCHEMA,
+        "target_png": pl.Binary,  # the target's screenshot, the one every answer is compared with; null if none
+        "reference_similarity": pl.Float64,  # of the page made from the description alone (win rate's reference)
+        "flags": pl.List(pl.String),
+    }
+)
+
+
+def generate_frontend_tasks(n_train: int, n_test: int, seed: int, progress: bool = False) -> tuple[list[dict], list[dict]]:
+    """(train, test) task records, deterministic for a seed, with no page twice in or across splits.
+    The test split is drawn first from its own stream, so it does not depend on n_train."""
+    seen: set[str] = set()
+    with tqdm(total=n_train + n_test, desc="generating frontend tasks", disable=not progress) as bar:
+        test = _generate_split(n_test, random.Random(f"{seed}:frontend:test"), seen, bar.update)
+        train = _generate_split(n_train, random.Random(f"{seed}:frontend:train"), seen, bar.update)
+    return train, test
+
+
+def _generate_split(n: int, rng: random.Random, seen: set[str], advance) -> list[dict]:
+    tasks = []
+    duplicates = 0
+    while len(tasks) < n:
+        drawn = generate_page(rng)
+        html = to_html(drawn.page)
+        if html in seen:
+            duplicates += 1
+            if duplicates > MAX_DUPLICATE_DRAWS:
+                raise RuntimeError(f"the page generator is used up after {len(seen)} distinct pages")
+            continue
+        duplicates = 0
+        seen.add(html)
+        tasks.append({
+            "task_id": f"frontend-{hashlib.sha1(html.encode()).hexdigest()[:12]}",
+            "site": drawn.site.kind,
+            "problem_description": drawn.description,
+            "ground_truth": html,
+            "spec": page_to_json(drawn.page),
+        })  # fmt: skip
+        advance()
+    return tasks
+
+
+def to_frame(records: list[dict], split: str, schema: pl.Schema = FRONTEND_TASK_SCHEMA) -> pl.DataFrame:
+    rows = [{**{k: r.get(k) for k in schema}, "split": split} for r in records]
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def read_frontend_tasks(path: Path | str, checked: bool = False) -> pl.DataFrame:
+    """A frontend task table; `checked`: as the tasks stage writes it, with the targets' screenshots."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: frontend task table not found (run the `tasks@frontend` stage first)")
+    frame = pl.read_parquet(path)
+    missing = [c for c in (CHECKED_FRONTEND_SCHEMA if checked else FRONTEND_TASK_SCHEMA) if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: not a {'checked ' if checked else ''}frontend task table, missing columns {missing}")
+    return frame
+
+
+# --- ColBench's JSONL ----------------------------------------------------------------------------
+
+HTML_TAG = re.compile(r"<html\b", re.IGNORECASE)
+
+
+def task_from_row(row: dict, path: Path | str = "<row>", line: int = 0) -> dict:
+    """One official frontend row as a task record (no spec; the site is the description's prefix)."""
+
+    def need_str(field: str) -> str:
+        value = row.get(field)
+        if not isinstance(value, str) or not value.strip():
+            raise ImportRowError(path, line, field, f"expected a non-empty string, got {value!r:.80}")
+        return value
+
+    description = need_str("problem_description")
+    page = need_str("ground_truth")
+    if not HTML_TAG.search(page):
+        raise ImportRowError(path, line, "ground_truth", f"expected an HTML page (no <html> tag), got {page!r:.80}")
+    site, colon, _ = description.partition(":")
+    digest = hashlib.sha1((description + "\n" + page).encode()).hexdigest()[:12]
+    return {
+        "task_id": f"colbench-{digest}",
+        "site": site.strip() if colon and len(site) <= 80 else "colbench",
+        "problem_description": description,
+        "ground_truth": page,
+        "spec": None,
+    }
+
+
+def read_frontend_jsonl(path: Path | str, limit: int | None = None) -> list[dict]:
+    return [task_from_row(row, path, line) for line, row in iter_jsonl(path, limit)]
+
+
+def to_official_row(task: dict) -> dict:
+    return {"problem_description": task["problem_description"], "ground_truth": task["ground_truth"]}
+
+
+def write_frontend_jsonl(tasks: list[dict], path: Path | str) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for task in tasks:
+            fh.write(json.dumps(to_official_row(task), ensure_ascii=False) + "\n")
