@@ -9,8 +9,8 @@ Same tiny model, same preference pairs, same settings, in the same run:
   (c) TRL `DPOTrainer` with `precompute_ref_log_probs=True` (one reference pass before training,
       inside the trainer's constructor; timed separately).
 
-Model: the default tiny Llama (`ModelParams` defaults overridden by the `model` section of params.yaml)
-with a tokenizer trained as the `base_model` stage does, on data/tasks and data/demos (run `dvc repro
+Model: the default tiny Llama (`ModelParams` defaults overridden by the `backend.model` section of params.yaml)
+with a tokenizer trained as the `base_model` stage does, on data/backend/tasks and data/backend/demos (run `dvc repro
 demos` first); random weights, the reference being the initial policy. Pairs: the prompt is the policy's
 chat at the start of a task (system prompt + the task's description, ~200 tokens); the chosen response
 is a demonstration's first question on that task (~16 tokens), the rejected one alternately the
@@ -62,7 +62,7 @@ os.environ.update(WORKER_ENV)  # before torch and tokenizers are imported: nothi
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-TASKS, DEMOS = ROOT / "data/tasks/train.parquet", ROOT / "data/demos/trajectories.parquet"
+TASKS, DEMOS = ROOT / "data/backend/tasks/train.parquet", ROOT / "data/backend/demos/trajectories.parquet"
 RESULTS = ROOT / "bench" / "results" / "dpo_throughput.json"
 MODES = {
     "ours": "ours: train_preference, ref cached",
@@ -132,7 +132,7 @@ def prepare(workdir: Path, n_pairs: int) -> dict:
     from sweetflow.params import load_params
 
     params = load_params(ROOT / "params.yaml")
-    m, policy = params.model, params.policies["sweet"]
+    m, policy = params.backend.model, params.policies["sweet"]
     tasks = pl.read_parquet(TASKS).to_dicts()
     demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
     tokenizer = train_tokenizer(tokenizer_corpus(tasks, demo_chats(tasks, demos)), m.vocab_size, m.max_length)

@@ -1,7 +1,7 @@
 """Benchmark: SFT training tokens per second of the `base_model` stage's loop on this CPU.
 
-The model, tokenizer and examples are the stage's own for the `model` section of params.yaml (the
-default tiny config unless changed): a tokenizer trained on data/tasks and data/demos (run `dvc repro
+The model, tokenizer and examples are the stage's own for the `backend.model` section of params.yaml (the
+default tiny config unless changed): a tokenizer trained on data/backend/tasks and data/backend/demos (run `dvc repro
 demos` first), the first `--examples` demonstrations, batches of `model.batch_size`. Each
 configuration trains one epoch from the same initial weights:
 
@@ -41,7 +41,7 @@ from sweetflow.models.training import CLIP_NORM, lr_at
 from sweetflow.params import ModelParams, load_params
 
 ROOT = Path(__file__).resolve().parent.parent
-TASKS, DEMOS = ROOT / "data/tasks/train.parquet", ROOT / "data/demos/trajectories.parquet"
+TASKS, DEMOS = ROOT / "data/backend/tasks/train.parquet", ROOT / "data/backend/demos/trajectories.parquet"
 RESULTS = ROOT / "bench" / "results" / "sft_throughput.json"
 
 
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"[yellow]{TASKS} or {DEMOS} is missing: run `dvc repro demos` first.[/]")
         return 1
 
-    base = load_params(ROOT / "params.yaml").model
+    base = load_params(ROOT / "params.yaml").backend.model
     tasks = pl.read_parquet(TASKS).to_dicts()
     demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
     chats = demo_chats(tasks, demos)

@@ -55,7 +55,8 @@ def main() -> None:
     started = time.time()
     set_threads(p)
 
-    tasks_file, rollout, base_dir = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout"), paths.base_model(domain)
+    tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
+    base_dir = paths.base_model(domain)
     tasks = {t["task_id"]: t for t in read_domain_tasks(domain, "train")}
     trajectories = pl.read_parquet(rollout)
     base, tokenizer = load_checkpoint(base_dir)

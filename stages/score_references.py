@@ -48,13 +48,15 @@ def main() -> None:
                 "score_status": [s.status for s in scores],
                 "n_turns": [0] * len(tasks),
                 "answered": [True] * len(tasks),
+                "ended_by": ["answer"] * len(tasks),
                 "failure": [None] * len(tasks),
             },
             schema_overrides={"success": pl.Boolean, "failure": pl.String},
         )
         frame.write_parquet(out.dir / "scores.parquet")
         metrics = summarize_episodes(frame, domain, tasks)
-        out.metrics.update({k: v for k, v in metrics.items() if k not in ("mean_turns", "protocol_followed", "failures")})
+        episode_only = ("mean_turns", "protocol_followed", "context_full", "failures")
+        out.metrics.update({k: v for k, v in metrics.items() if k not in episode_only})
         out.metrics["statuses"] = dict(frame["score_status"].value_counts().iter_rows())
     print(json.dumps(out.metrics, indent=2))
 

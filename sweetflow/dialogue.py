@@ -53,6 +53,11 @@ class EpisodeView:
         return sum(m.role == AGENT for m in self.messages)
 
 
+class ContextOverflow(ValueError):
+    """The agent cannot take another turn: the dialogue fills its model's context. The episode ends
+    there, as at the last turn: its last message is the answer (the agent's shortfall, not a fault)."""
+
+
 def final_answer(message: str) -> str | None:
     """The answer in an agent message, or None if the message doesn't give one."""
     at = message.find(ANSWER_MARKER)

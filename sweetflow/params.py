@@ -303,6 +303,9 @@ class RolloutParams(Section):
 
     agent: str = Field("half_expert", description="Name of the agent (a key of `agents`) that collects the data.")
     samples_per_task: int = Field(3, ge=1, description="Trajectories per training task (official: 3).")
+    max_tasks: int | None = Field(
+        None, ge=1, description="Use only the first N training tasks (null: all), e.g. fewer rollouts than demonstrations."
+    )
     seed: int = Field(0, description="Seed of the episodes' sampling.")
 
 

@@ -24,7 +24,7 @@ from tqdm import tqdm
 from sweetflow import paths
 from sweetflow.agents import Agent
 from sweetflow.artifacts import checkpoint_path, stage_output
-from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, EpisodeView, Message, final_answer
+from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, ContextOverflow, EpisodeView, Message, final_answer
 from sweetflow.domains import DomainRuntime, make_agent, open_domain, read_domain_tasks
 from sweetflow.errors import InputError, StageFailed
 from sweetflow.params import AgentParams, EpisodeParams, Params
@@ -48,6 +48,7 @@ TRAJECTORY_SCHEMA = pl.Schema(
         "dialogue": pl.List(TURN),
         "answer": pl.String,
         "answered": pl.Boolean,  # the agent used the answer marker (protocol followed)
+        "ended_by": pl.String,  # "answer", "max_turns", "context" (the dialogue filled the model's context); null if failed
         "n_turns": pl.Int32,  # agent turns
         "reward": pl.Float64,  # backend: fraction of tests passed; frontend: similarity to the target
         "success": pl.Boolean,  # backend: every test passed; frontend: null
@@ -72,6 +73,7 @@ class Episode:
     turns: list[AgentTurn] = field(default_factory=list)
     answer: str | None = None
     answered: bool = False
+    ended_by: str | None = None
     failure: str | None = None
 
     @property
@@ -156,6 +158,9 @@ def run_episodes(
     with ThreadPoolExecutor(runtime.human_concurrency) as pool:
         while live:
             for ep, turn in zip(live, agent.act([ep.view() for ep in live])):
+                if isinstance(turn, ContextOverflow):
+                    ep.answer, ep.ended_by = (ep.turns[-1].message if ep.turns else ""), "context"
+                    continue
                 if isinstance(turn, Exception):
                     ep.failure = f"agent: {turn}"[:500]
                     continue
@@ -163,9 +168,9 @@ def run_episodes(
                 ep.messages.append(Message(AGENT, turn.message))
                 answer = final_answer(turn.message)
                 if answer is not None:
-                    ep.answer, ep.answered = answer, True
+                    ep.answer, ep.answered, ep.ended_by = answer, True, "answer"
                 elif len(ep.turns) >= params.max_turns:
-                    ep.answer = turn.message
+                    ep.answer, ep.ended_by = turn.message, "max_turns"
             waiting = [ep for ep in live if not ep.over]
             replies = pool.map(lambda ep: _reply(runtime.human, ep), waiting)
             for ep, reply in zip(waiting, replies):
@@ -207,6 +212,7 @@ def _record(ep: Episode, score) -> dict:
         "dialogue": ep.dialogue(),
         "answer": ep.answer or "",
         "answered": ep.answered,
+        "ended_by": ep.ended_by if ep.failure is None else None,
         "n_turns": len(ep.turns),
         "reward": score.reward if score else 0.0,
         "success": score.success if score else (False if ep.domain == "backend" else None),
@@ -239,6 +245,7 @@ def summarize_episodes(frame: pl.DataFrame, domain: str, tasks: list[dict]) -> d
         "count": n,
         "mean_turns": float(frame["n_turns"].mean()) if n else 0.0,
         "protocol_followed": float(frame["answered"].mean()) if n else 0.0,
+        "context_full": int((frame["ended_by"] == "context").sum()),
         "failures": int(frame["failure"].is_not_null().sum()),
     }
 
@@ -306,7 +313,7 @@ def episode_stage(
     tasks = paths.task_table(domain, split)
     inputs = [tasks] + ([agent.checkpoint] if agent.checkpoint else [])
     checkpoint = checkpoint_path(stage, sections, inputs)
-    task_rows = read_domain_tasks(domain, split)
+    task_rows = read_domain_tasks(domain, split)[: getattr(p, "max_tasks", None)]
     with stage_output(out_dir, stage, sections, inputs, p.seed, metrics) as out:
         frame = collect(
             task_rows, make_agent(agent, domain), params, domain, p.samples_per_task, p.seed, checkpoint, stage
@@ -336,7 +343,7 @@ def over_seeds(per_seed: dict[int, dict], domain: str) -> dict:
     out = {}
     for key in runs[0]:
         values = [run[key] for run in runs]
-        out[key] = sum(values) if key in ("count", "failures") else sum(values) / len(values)
+        out[key] = sum(values) if key in ("count", "failures", "context_full") else sum(values) / len(values)
     for key in HEADLINE[domain]:
         out[f"{key}_std"] = statistics.stdev(run[key] for run in runs) if len(runs) > 1 else 0.0
     out["seeds"] = {str(seed): run for seed, run in per_seed.items()}

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from sweetflow.agents import Agent
 from sweetflow.dialogue import AgentTurn
-from sweetflow.models.preference_trainer import PairData
+from sweetflow.models.preference_trainer import PairData, group_pairs
 from sweetflow.models.sequences import Scoring, chat_for, dialogue_view, segmented
 from sweetflow.preference import SegmentedSequence
 
@@ -72,14 +72,15 @@ def trajectory_pair_data(
                 keys.append(key)
         return index[key]
 
-    kept, dropped = [], 0
+    kept, owners, dropped = [], [], 0
     for task_id, chosen, rejected in pairs.select("task_id", "chosen_sample", "rejected_sample").iter_rows():
         c, r = sequence_of(task_id, chosen), sequence_of(task_id, rejected)
         if c is None or r is None:
             dropped += 1
         else:
             kept.append((c, r))
-    return PairData(sequences, kept), keys, dropped
+            owners.append(task_id)
+    return PairData(sequences, kept, group_pairs(owners)), keys, dropped
 
 
 def candidate_seed(seed: int, state_id: str, candidate: int) -> int:
@@ -163,11 +164,12 @@ def step_pair_data(
         if seq is not None:
             position[i] = len(kept_sequences)
             kept_sequences.append(seq)
-    kept, dropped = [], 0
+    kept, owners, dropped = [], [], 0
     for state_id, chosen, rejected in pairs.select("state_id", "chosen", "rejected").iter_rows():
         c, r = position.get(index[(state_id, chosen)]), position.get(index[(state_id, rejected)])
         if c is None or r is None:
             dropped += 1
         else:
             kept.append((c, r))
-    return PairData(kept_sequences, kept), dropped
+            owners.append(state_id)
+    return PairData(kept_sequences, kept, group_pairs(owners)), dropped

@@ -73,6 +73,7 @@ def import_official(path: Path | str) -> tuple[pl.DataFrame, pl.DataFrame]:
                 "dialogue": dialogue,
                 "answer": answer,
                 "answered": bool(agent_turns) and final_answer(agent_turns[-1]["content"]) is not None,
+                "ended_by": None,  # not in the official shape
                 "n_turns": len(agent_turns),
                 "reward": float(reward) if reward is not None else None,
                 "success": reward is not None and float(reward) == 1.0,

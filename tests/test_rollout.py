@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from sweetflow.agents import ScriptedExpert
-from sweetflow.dialogue import AGENT, HUMAN, AgentTurn
+from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, ContextOverflow
 from sweetflow.domains import sandbox_runtime
 from sweetflow.params import EpisodeParams, Params
 from sweetflow.rollout import Checkpoint, TooManyFailures, collect, run_episodes, to_frame
@@ -73,8 +73,25 @@ def test_an_episode_without_the_marker_ends_at_the_turn_limit(tasks, sandbox, tm
                            Checkpoint(tmp_path / "c.jsonl"))
     assert [r["n_turns"] for r in records] == [4, 4, 4]
     assert [r["answered"] for r in records] == [False] * 3
+    assert [r["ended_by"] for r in records] == ["max_turns"] * 3
     assert all(r["answer"] == "Anything else?" and r["reward"] == 0.0 for r in records)
     assert agent.batch_sizes == [3, 3, 3, 3]  # every live episode in one agent call per turn
+
+
+def test_an_episode_whose_dialogue_fills_the_context_ends_with_its_last_message(tasks, sandbox, tmp_path):
+    class Cramped:
+        """Says a function on its first turn; its context is full on the second."""
+
+        def act(self, views):
+            return [AgentTurn("p", "def f(): pass", "def f(): pass") if v.turn == 0 else ContextOverflow("full")
+                    for v in views]  # fmt: skip
+
+    records = run_episodes(tasks[:2], 1, Cramped(), sandbox_runtime(ScriptedHuman(), sandbox), EpisodeParams(), 0,
+                           Checkpoint(tmp_path / "c.jsonl"))  # fmt: skip
+    assert [(r["ended_by"], r["answer"], r["n_turns"], r["failure"]) for r in records] == [
+        ("context", "def f(): pass", 1, None)
+    ] * 2
+    assert to_frame(records)["ended_by"].to_list() == ["context", "context"]
 
 
 def test_failed_episodes_are_recorded_and_the_stage_fails_past_the_share(tasks, tmp_path):

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import torch
 
-from sweetflow.agents import policy_chat
+from sweetflow.agents import POLICY_SYSTEM_PROMPTS, policy_chat
 from sweetflow.dialogue import EpisodeView, Message
 
 IGNORE = -100  # the label cross-entropy skips: prompt tokens and padding
+INSTRUCTIONS = frozenset(POLICY_SYSTEM_PROMPTS.values())
 
 
 def demo_chats(tasks: list[dict], demos: list[dict]) -> list[list[dict]]:
@@ -37,14 +38,14 @@ def demo_chats(tasks: list[dict], demos: list[dict]) -> list[list[dict]]:
 
 def tokenizer_corpus(tasks: list[dict], chats: list[list[dict]]) -> Iterator[str]:
     """What the tokenizer learns its merges from: every task's description, hidden facts and
-    reference code, and the demonstrations as the model will read them (system prompt included,
-    so that the text it reads most often is also the cheapest to encode)."""
+    reference code, and the demonstrations as the model will read them: the tiny model's chat
+    template leaves the policy's instructions out, so they are left out here too."""
     for task in tasks:
         yield task["problem_description"]
         yield from (fact["fact"] for fact in task.get("facts") or [])
         yield task["ground_truth"]
     for chat in chats:
-        yield from (message["content"] for message in chat)
+        yield from (message["content"] for message in chat if message["content"] not in INSTRUCTIONS)
 
 
 @dataclass

@@ -25,13 +25,9 @@ import torch
 from transformers import DynamicCache
 
 from sweetflow.agents import policy_chat
-from sweetflow.dialogue import AgentTurn, EpisodeView
+from sweetflow.dialogue import AgentTurn, ContextOverflow, EpisodeView
 from sweetflow.models.checkpoint import load_checkpoint
 from sweetflow.params import AgentParams
-
-
-class ContextOverflow(ValueError):
-    """The prompt alone fills the model's context."""
 
 
 def turn_seed(view: EpisodeView) -> int:

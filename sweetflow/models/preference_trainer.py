@@ -35,9 +35,29 @@ from sweetflow.preference import (
 class PairData:
     sequences: list[SegmentedSequence]
     pairs: list[tuple[int, int]]  # (chosen, rejected) indices into `sequences`
+    # Pairs that share sequences or a prefix (the pairs of one state, of one task), as lists of
+    # indices into `pairs`: training batches hold whole groups, so that what they share is read once.
+    groups: list[list[int]] | None = None
 
     def tokens(self) -> int:
         return sum(len(self.sequences[i].input_ids) + len(self.sequences[j].input_ids) for i, j in self.pairs)
+
+    def batches_of(self, batch_size: int) -> tuple[list, int]:
+        """(training items, items per batch): single pairs, or whole groups with about `batch_size`
+        pairs per batch."""
+        if not self.groups:
+            return self.pairs, batch_size
+        items = [[self.pairs[i] for i in group] for group in self.groups]
+        per_group = len(self.pairs) / len(items)
+        return items, max(1, round(batch_size / per_group))
+
+
+def group_pairs(keys: list[str]) -> list[list[int]]:
+    """Indices of equal keys, grouped, in order of first appearance."""
+    groups: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
 
 
 def collate_pairs(
@@ -82,7 +102,12 @@ def train_preference(
         raise ValueError(f"{name}: no preference pairs to train on")
     k = ref.num_segments
     share = not p.gradient_checkpointing
-    collate_fn = partial(collate_pairs, data=data, ref=ref, pad_id=pad_id, share_prefixes=share)
+    items, per_batch = data.batches_of(p.batch_size)
+
+    def collate_fn(batch: list) -> dict:
+        chunk = [pair for item in batch for pair in item] if data.groups else batch
+        return collate_pairs(chunk, data, ref, pad_id, share)
+
     step = partial(preference_step, loss=loss, num_segments=k)
 
     def evaluate(model, accelerator: Accelerator) -> dict[str, float]:
@@ -98,7 +123,7 @@ def train_preference(
         return {key: round(value / len(held.pairs), 5) for key, value in totals.items()}
 
     with_eval = evaluate if holdout and holdout[0].pairs else None
-    return fit(model, data.pairs, collate_fn, step, p, log_dir, name, with_eval)
+    return fit(model, items, collate_fn, step, p.model_copy(update={"batch_size": per_batch}), log_dir, name, with_eval)
 
 
 @torch.no_grad()

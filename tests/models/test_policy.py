@@ -12,7 +12,8 @@ import torch
 from sweetflow.agents import OpenAIAgent, policy_chat
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, EpisodeView, Message
 from sweetflow.domains import sandbox_runtime
-from sweetflow.models.policy import ContextOverflow, TransformersAgent, sample, turn_seed
+from sweetflow.dialogue import ContextOverflow
+from sweetflow.models.policy import TransformersAgent, sample, turn_seed
 from sweetflow.params import AgentParams, EndpointParams, EpisodeParams
 from sweetflow.rollout import Checkpoint, run_episodes, to_frame
 from sweetflow.simulators import ScriptedHuman

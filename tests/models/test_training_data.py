@@ -137,6 +137,13 @@ def test_step_pairs_become_state_plus_candidate_sequences_in_the_policy_view(tok
     pairs = step_pairs(scored, 2, seed=0)
     data, dropped = step_pair_data(tokenizer, tasks, trajectories, frame, pairs, 10_000)
     assert dropped == 0 and len(data.pairs) == pairs.height
+    # Training batches hold a state's pairs together: its state is read once for all its candidates.
+    states = pairs["state_id"].to_list()
+    assert sorted(i for g in data.groups for i in g) == list(range(len(data.pairs)))
+    assert all(len({states[i] for i in group}) == 1 for group in data.groups)
+    assert len(data.groups) == pairs["state_id"].n_unique()
+    items, per_batch = data.batches_of(8)
+    assert per_batch == round(8 / (len(data.pairs) / len(data.groups))) and sum(map(len, items)) == len(data.pairs)
     messages = {(s, c): m for s, c, m in frame.select("state_id", "candidate", "message").iter_rows()}
     for (c, r), row in zip(data.pairs, pairs.iter_rows(named=True)):
         assert scored_text(tokenizer, data.sequences[c], 0).startswith(messages[(row["state_id"], row["chosen"])])
