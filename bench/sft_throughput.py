@@ -5,8 +5,9 @@ default tiny config unless changed): a tokenizer trained on data/backend/tasks a
 demos` first), the first `--examples` demonstrations, batches of `model.batch_size`. Each
 configuration trains one epoch from the same initial weights:
 
-  (a) `train_sft` (sweetflow.models.sft): the stage's loop on accelerate, DVCLive logging included;
-  (b) `plain torch`, the baseline: the same batches, optimiser, clipping and schedule, no
+  (a) `train_sft` (sweetflow.models.sft): the stage's loop on accelerate, DVCLive logging included,
+      with length-grouped batches (`group_by_length`, the default) and with plainly shuffled ones;
+  (b) `plain torch`, the baseline: shuffled batches, the same optimiser, clipping and schedule, no
       accelerate, no logging.
 
 for each precision (fp32, bf16 autocast) and torch thread count (1, 2). Tokens are all tokens the
@@ -90,21 +91,25 @@ def main(argv: list[str] | None = None) -> int:
     for threads in args.threads:
         torch.set_num_threads(threads)
         for precision in args.precisions:
-            p = base.model_copy(update={"precision": precision, "epochs": 1})
-            model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed)
-            AcceleratorState._reset_state(True)  # accelerate allows one precision per process otherwise
-            with tempfile.TemporaryDirectory() as tmp:
-                _, _, summary = train_sft(model, examples, [], p, tokenizer.pad_token_id, Path(tmp) / "live")
             row = {"threads": threads, "precision": precision}
-            results.append({**row, "loop": "train_sft", "tokens": summary["train_tokens"],
-                            "seconds": summary["train_seconds"]})  # fmt: skip
+            for grouped in (True, False):
+                p = base.model_copy(update={"precision": precision, "epochs": 1, "group_by_length": grouped})
+                model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed)
+                AcceleratorState._reset_state(True)  # accelerate allows one precision per process otherwise
+                with tempfile.TemporaryDirectory() as tmp:
+                    _, _, summary = train_sft(model, examples, [], p, tokenizer.pad_token_id, Path(tmp) / "live")
+                loop = "train_sft, grouped" if grouped else "train_sft, shuffled"
+                results.append({**row, "loop": loop, "tokens": summary["train_tokens"],
+                                "seconds": summary["train_seconds"]})  # fmt: skip
             model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed)
             tokens, seconds = plain_torch_loop(model, examples, p, tokenizer.pad_token_id)
             results.append({**row, "loop": "plain torch", "tokens": tokens, "seconds": seconds})
     for r in results:
         r["tokens_per_s"] = r["tokens"] / r["seconds"]
-    for ours, baseline in zip(results[::2], results[1::2]):
-        ours["ratio_to_baseline"] = ours["tokens_per_s"] / baseline["tokens_per_s"]
+    for start in range(0, len(results), 3):  # grouped, shuffled, baseline
+        *ours, baseline = results[start : start + 3]
+        for r in ours:
+            r["ratio_to_baseline"] = r["tokens_per_s"] / baseline["tokens_per_s"]
         baseline["ratio_to_baseline"] = 1.0
 
     parameters = sum(q.numel() for q in model.parameters())

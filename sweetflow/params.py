@@ -173,6 +173,9 @@ class TrainerParams(Section):
     learning_rate: float = Field(3e-3, gt=0, description="Peak learning rate (linear warm-up, cosine decay).")
     batch_size: int = Field(8, ge=1, description="Examples (SFT) or pairs (preference losses) per optimiser step, per device.")
     precision: Literal["no", "bf16", "fp16"] = Field("no", description="Mixed precision, as accelerate names it.")
+    group_by_length: bool = Field(
+        True, description="Batch examples of similar length together (less padding); the order stays random."
+    )
     gradient_checkpointing: bool = Field(False, description="Recompute activations to save memory (large models).")
     lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights (large models).")
     accelerate_config: str | None = Field(
@@ -378,6 +381,7 @@ class SimilarityParams(Section):
         None, description="Metric 'clip': directory of a local CLIP checkpoint (model and image processor); nothing is downloaded."
     )
     batch_size: int = Field(16, ge=1, description="Metric 'clip': images embedded per forward pass.")
+
     @model_validator(mode="after")
     def _clip_needs_checkpoint(self) -> "SimilarityParams":
         if self.metric == "clip" and self.clip_checkpoint is None:
@@ -450,8 +454,6 @@ class FrontendParams(Section):
     simulator: DesignSimulatorParams = Field(default_factory=DesignSimulatorParams, description=DesignSimulatorParams.__doc__)
     scoring: FrontendScoringParams = Field(default_factory=FrontendScoringParams, description=FrontendScoringParams.__doc__)
     model: ModelParams = Field(default_factory=ModelParams, description=ModelParams.__doc__)
-
-
 
 
 class Params(Section):

@@ -42,11 +42,11 @@ class PairData:
     def tokens(self) -> int:
         return sum(len(self.sequences[i].input_ids) + len(self.sequences[j].input_ids) for i, j in self.pairs)
 
-    def batches_of(self, batch_size: int) -> tuple[list, int]:
-        """(training items, items per batch): single pairs, or whole groups with about `batch_size`
-        pairs per batch."""
+    def batches_of(self, batch_size: int) -> tuple[list[list[tuple[int, int]]], int]:
+        """(training items, items per batch), an item being a list of pairs: single pairs, or whole
+        groups with about `batch_size` pairs per batch."""
         if not self.groups:
-            return self.pairs, batch_size
+            return [[pair] for pair in self.pairs], batch_size
         items = [[self.pairs[i] for i in group] for group in self.groups]
         per_group = len(self.pairs) / len(items)
         return items, max(1, round(batch_size / per_group))
@@ -104,9 +104,8 @@ def train_preference(
     share = not p.gradient_checkpointing
     items, per_batch = data.batches_of(p.batch_size)
 
-    def collate_fn(batch: list) -> dict:
-        chunk = [pair for item in batch for pair in item] if data.groups else batch
-        return collate_pairs(chunk, data, ref, pad_id, share)
+    def collate_fn(batch: list[list[tuple[int, int]]]) -> dict:
+        return collate_pairs([pair for item in batch for pair in item], data, ref, pad_id, share)
 
     step = partial(preference_step, loss=loss, num_segments=k)
 
@@ -123,7 +122,10 @@ def train_preference(
         return {key: round(value / len(held.pairs), 5) for key, value in totals.items()}
 
     with_eval = evaluate if holdout and holdout[0].pairs else None
-    return fit(model, items, collate_fn, step, p.model_copy(update={"batch_size": per_batch}), log_dir, name, with_eval)
+    # An item's padded width: its longest sequence.
+    lengths = [max(len(data.sequences[i].input_ids) for pair in item for i in pair) for item in items]
+    per_batch_p = p.model_copy(update={"batch_size": per_batch})
+    return fit(model, items, collate_fn, step, per_batch_p, log_dir, name, with_eval, lengths)
 
 
 @torch.no_grad()

@@ -35,7 +35,8 @@ def train_sft(
         loss = mean_loss(model, prepared[0], accelerator)
         return {} if loss is None else {"loss": loss}
 
-    return fit(model, train, collate_fn, sft_step, p, log_dir, "sft", evaluate if holdout else None)
+    lengths = [len(example.input_ids) for example in train]
+    return fit(model, train, collate_fn, sft_step, p, log_dir, "sft", evaluate if holdout else None, lengths)
 
 
 @torch.no_grad()

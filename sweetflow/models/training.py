@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Sampler
 from tqdm import tqdm
 
 from sweetflow.params import LoraParams, TrainerParams
@@ -35,6 +35,7 @@ LOG_EVERY = 10  # optimiser steps between two points of the training curve
 WARMUP_SHARE = 0.05  # of all steps, with a linear ramp of the learning rate
 FINAL_LR_SHARE = 0.1  # the cosine decay ends at this share of the peak learning rate
 CLIP_NORM = 1.0
+LENGTH_WINDOW = 50  # batches whose examples are sorted by length together (as transformers' group_by_length)
 
 
 @dataclass
@@ -77,6 +78,28 @@ def set_threads(p: TrainerParams) -> None:
         torch.set_num_threads(p.threads)
 
 
+class LengthGroupedBatches(Sampler[list[int]]):
+    """Batches of examples of similar length, in random order: each epoch shuffles the examples,
+    sorts each window of `LENGTH_WINDOW` batches by length, cuts it into batches and shuffles the
+    batches. Every example is seen once an epoch, as with plain shuffling, with little padding."""
+
+    def __init__(self, lengths: list[int], batch_size: int, seed: int):
+        self.lengths, self.batch_size, self.seed, self.epoch = lengths, batch_size, seed, 0
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.lengths) / self.batch_size)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        self.epoch += 1
+        order = torch.randperm(len(self.lengths), generator=generator).tolist()
+        span, batches = self.batch_size * LENGTH_WINDOW, []
+        for start in range(0, len(order), span):
+            window = sorted(order[start : start + span], key=lambda i: -self.lengths[i])
+            batches += [window[i : i + self.batch_size] for i in range(0, len(window), self.batch_size)]
+        yield from (batches[i] for i in torch.randperm(len(batches), generator=generator).tolist())
+
+
 def fit(
     model,
     train: list,
@@ -86,8 +109,11 @@ def fit(
     log_dir: Path | str,
     name: str,
     evaluate: Callable[[object, Accelerator], dict[str, float]] | None = None,
+    lengths: list[int] | None = None,
 ) -> tuple[object | None, dict | None, dict]:
     """Train `model` on `train` for `p.epochs` epochs; return (model, state_dict, summary).
+    With `lengths` (the padded length of each item) and `p.group_by_length`, batches hold items of
+    similar length.
 
     The returned model is unwrapped, with LoRA adapters merged into its weights, so that it saves as
     a plain checkpoint any server loads; `state_dict` is the full one gathered from every process
@@ -101,10 +127,13 @@ def fit(
         model.config.use_cache = False  # the cache is useless while training and conflicts with recomputation
     if p.lora:
         model = with_lora(model, p.lora)
-    loader = DataLoader(
-        train, batch_size=p.batch_size, shuffle=True, collate_fn=collate_fn,
-        generator=torch.Generator().manual_seed(p.seed),
-    )  # fmt: skip
+    if lengths is not None and p.group_by_length:
+        loader = DataLoader(train, batch_sampler=LengthGroupedBatches(lengths, p.batch_size, p.seed), collate_fn=collate_fn)
+    else:
+        loader = DataLoader(
+            train, batch_size=p.batch_size, shuffle=True, collate_fn=collate_fn,
+            generator=torch.Generator().manual_seed(p.seed),
+        )  # fmt: skip
     optimizer = torch.optim.AdamW(
         [q for q in model.parameters() if q.requires_grad], lr=p.learning_rate, betas=(0.9, 0.95), weight_decay=0.0
     )
