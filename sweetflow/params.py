@@ -167,7 +167,8 @@ class TrainerParams(Section):
 
     seed: int = Field(0, description="Seed of initialisation, data order and dropout.")
     threads: int = Field(
-        1, ge=0, description="Torch CPU threads for training; 0: torch's default. 1 is fastest on a busy 2-core machine."
+        2, ge=0, description="Torch CPU threads for training; 0: torch's default. A fixed count keeps runs reproducible; "
+        "use 1 per stage when stages share the cores (e.g. Snakemake with --cores 2).",
     )
     epochs: int = Field(1, ge=0, description="Passes over the training data.")
     learning_rate: float = Field(3e-3, gt=0, description="Peak learning rate (linear warm-up, cosine decay).")

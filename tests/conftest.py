@@ -20,7 +20,10 @@ PROJECT_FILES = ("dvc.yaml", "params.yaml", "Snakefile", "pyproject.toml", ".dvc
 TAILWIND = ROOT / "vendor/tailwindcss-2.2.19/tailwind.min.css"  # scripts/setup.sh fetches it
 # A model small enough to train and sample in seconds; the pipeline's wiring is what is tested.
 # The context holds a whole dialogue with the critic's reference at this small vocabulary.
-SMALL_MODEL = {"vocab_size": 300, "hidden_size": 32, "heads": 2, "epochs": 1, "precision": "no", "max_length": 3072}
+# One thread per stage: the suite runs on two workers.
+SMALL_MODEL = {
+    "vocab_size": 300, "hidden_size": 32, "heads": 2, "epochs": 1, "precision": "no", "max_length": 3072, "threads": 1,
+}  # fmt: skip
 # Small enough that a whole `dvc repro` of both domains, each through the trained chain, takes minutes.
 SMALL_PARAMS = {
     "train_domains": ["backend", "frontend"],
@@ -42,10 +45,10 @@ SMALL_PARAMS = {
     "rollout": {"agent": "half_expert", "samples_per_task": 2},
     # Three turns leave the scripted designer's samples of a task close together.
     "pairs": {"min_gap": 0.01},
-    "critics": {"with_info": {"epochs": 1}, "no_info": {"training_info": False, "epochs": 1}},
-    "candidates": {"share": 0.1, "n": 4, "policy": {"backend": "transformers", "max_new_tokens": 32}},
+    "critics": {"with_info": {"epochs": 1, "threads": 1}, "no_info": {"training_info": False, "epochs": 1, "threads": 1}},
+    "candidates": {"share": 0.1, "n": 4, "policy": {"backend": "transformers", "max_new_tokens": 32, "threads": 1}},
     "critic_check": {"states": 3, "rollouts": 1},
-    "policies": {name: {**spec, "epochs": 1} for name, spec in {
+    "policies": {name: {**spec, "epochs": 1, "threads": 1} for name, spec in {
         "rft": {"method": "rft", "min_reward": {"backend": 1.0, "frontend": 0.2}}, "mtdpo": {"method": "mtdpo"},
         "sweet": {"method": "sweet", "critic": "with_info"}, "sweet_no_info": {"method": "sweet", "critic": "no_info"},
     }.items()},

@@ -41,17 +41,19 @@ def near(pixel, colour, tolerance=2) -> bool:
 
 
 @pytest.mark.skipif(not SAMPLE.exists(), reason="ColBench sample rows not present")
-def test_real_rows_render_offline_with_tailwind(pool):
+def test_real_rows_render_offline_with_tailwind():
     rows = frontend_rows()
-    before = pool.stats.copy()
-    shots = pool.render_many([row["ground_truth"] for row in rows], desc=None)
+    # The stage's own time limit: on a loaded machine a long real page can take more than TIMEOUT_S.
+    with RenderPool(render_params(pages=2)) as pool:
+        shots = pool.render_many([row["ground_truth"] for row in rows], desc=None)
+        stats = pool.stats.copy()
     assert all(shot is not None for shot in shots)
     sizes = [image(shot).size for shot in shots]
     assert all(w == PARAMS.viewport_width and PARAMS.viewport_height <= h <= PARAMS.max_height for w, h in sizes)
     # Each page's stylesheet came from the local copy, and its picsum images from the placeholder.
-    assert pool.stats["tailwind_served"] - before["tailwind_served"] == len(rows)
+    assert stats["tailwind_served"] == len(rows)
     picsum_pages = sum("picsum.photos" in row["ground_truth"] for row in rows)
-    assert pool.stats["picsum_served"] - before["picsum_served"] >= picsum_pages
+    assert stats["picsum_served"] >= picsum_pages
     # Row 0: <header class="bg-green-500 p-4"> on <body class="bg-gray-100">. The header is 68 px
     # tall (2 x 16 px padding + a 36 px text-3xl line), its title on the left.
     assert 'class="bg-green-500 text-white p-4"' in rows[0]["ground_truth"]
