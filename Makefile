@@ -10,7 +10,7 @@ repro: setup
 	dvc repro
 
 test: setup
-	python -m pytest -n 2 --dist loadgroup -q
+	python -m pytest -n 2 --dist loadfile -q
 
 bench: setup
 	python bench/score_throughput.py

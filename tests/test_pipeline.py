@@ -11,11 +11,12 @@ import polars as pl
 import pytest
 
 from sweetflow.artifacts import content_hash, read_manifest
+from sweetflow.cli import main
 from sweetflow.dag import load_stages, rule_name
 from tests.conftest import ROOT, SMALL_PARAMS, make_project, run
 
-# One worker runs every test of this module (`--dist loadgroup`), so the DAG is reproduced once.
-pytestmark = pytest.mark.xdist_group("pipeline")
+# `make test` distributes tests by file (`--dist loadfile`): every test that reads the reproduced
+# project (`repro_project`, built once per worker) is in this file, so the DAG is reproduced once.
 
 DATA_OUTS = tuple(
     f"data/{domain}/{out}"
@@ -161,3 +162,28 @@ def test_team_shares_artifacts_through_a_remote(repro_project: Path, tmp_path: P
         assert content_hash(clone / out) == content_hash(origin / out)
     assert json.loads(run(["dvc", "status", "--json"], clone).stdout) == {}
     assert "up to date" in run(["dvc", "repro"], clone).stdout.lower()
+
+
+def test_rollouts_round_trip_through_the_official_shape(repro_project, tmp_path):
+    rollouts = repro_project / "data/backend/rollout/trajectories.parquet"
+    out = tmp_path / "official.jsonl"
+    assert main(["export-trajectories", str(rollouts), "--tasks", str(repro_project / "data/backend/tasks/train.parquet"),
+                 "--out", str(out)]) == 0
+    first = json.loads(out.read_text().splitlines()[0])
+    assert set(first) == {"task", "dialogue_history", "answer", "reward"}
+    assert first["dialogue_history"][0]["role"] == "assistant" and "input" in first["dialogue_history"][0]
+    assert set(first["task"]) == {"problem_description", "ground_truth", "hidden_information", "test_cases"}
+
+    assert main(["import-trajectories", str(out), "--out", str(tmp_path / "back")]) == 0
+    back = pl.read_parquet(tmp_path / "back/trajectories.parquet")
+    ours = pl.read_parquet(rollouts)
+    assert back["answer"].to_list() == ours["answer"].to_list()
+    assert back["reward"].to_list() == ours["reward"].to_list()
+    assert back["answered"].to_list() == ours["answered"].to_list()
+    assert back["sample"].to_list() == ours["sample"].to_list()
+    kept = ["role", "content", "prompt", "raw"]
+    assert [[{k: t[k] for k in kept} for t in d] for d in back["dialogue"]] == [
+        [{k: t[k] for k in kept} for t in d] for d in ours["dialogue"]
+    ]
+    tasks = pl.read_parquet(tmp_path / "back/tasks.parquet")
+    assert tasks.height == ours["task_id"].n_unique()
