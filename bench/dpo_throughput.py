@@ -137,7 +137,7 @@ def prepare(workdir: Path, n_pairs: int) -> dict:
     tasks = pl.read_parquet(TASKS).to_dicts()
     demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
     tokenizer = train_tokenizer(tokenizer_corpus(tasks, demo_chats(tasks, demos)), m.vocab_size, m.max_length)
-    model = build_model(tokenizer, m.hidden_size, m.layers, m.heads, m.max_length, m.seed)
+    model = build_model(tokenizer, m.hidden_size, m.layers, m.heads, m.max_length, m.seed, m.intermediate_size)
     tokenizer.save_pretrained(workdir / "model")
     model.save_pretrained(workdir / "model")
     pairs = build_pairs(tasks, demos, n_pairs, m.seed)

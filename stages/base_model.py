@@ -63,7 +63,7 @@ def build_tiny(p: ModelParams, domain: str) -> None:
     demos = pl.read_parquet(demos_file, columns=["task_id", "seed", "dialogue"]).to_dicts()
     chats = demo_chats(tasks, demos)
     tokenizer = train_tokenizer(tokenizer_corpus(tasks, chats), p.vocab_size, p.max_length)
-    model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed)
+    model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
     held_out = split_by_task(tasks, HOLDOUT_SHARE, p.seed)
     is_held_out = [d["task_id"] in held_out for d in demos]
     train, cut = encode_chats(tokenizer, [c for c, h in zip(chats, is_held_out) if not h], p.max_length)

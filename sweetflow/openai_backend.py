@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-import openai
-
 from sweetflow.params import EndpointParams
 
 
@@ -29,7 +27,10 @@ class Completion:
 
 class ChatClient:
     def __init__(self, params: EndpointParams):
+        import openai  # here, not at the top: its import costs every stage a second, and most never call out
+
         self.params = params
+        self._api_error = openai.APIError
         # Local servers (vLLM, transformers serve) accept any key; hosted APIs need the real one.
         key = os.environ.get(params.api_key_env) or "no-key"
         self._client = openai.OpenAI(
@@ -50,7 +51,7 @@ class ChatClient:
             response = self._client.chat.completions.create(
                 model=self.params.model, messages=messages, temperature=temperature, logprobs=logprobs or None, **extra
             )
-        except openai.APIError as e:
+        except self._api_error as e:
             raise EndpointError(f"{type(e).__name__}: {e}"[:300]) from None
         if not response.choices:
             raise EndpointError("the endpoint returned no choices")

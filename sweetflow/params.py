@@ -194,6 +194,9 @@ class ModelParams(TrainerParams):
     )
     vocab_size: int = Field(512, ge=64, description="Tiny: byte-level BPE vocabulary size.")
     hidden_size: int = Field(128, ge=16, description="Tiny: model width.")
+    intermediate_size: int | None = Field(
+        None, ge=16, description="Tiny: width of each MLP; None: Llama's 8/3 of the model width, rounded up to a multiple of 8."
+    )
     layers: int = Field(2, ge=1, description="Tiny: transformer blocks.")
     heads: int = Field(4, ge=1, description="Tiny: attention heads.")
     max_length: int = Field(512, ge=64, description="Tiny: context length; longer SFT examples are cut.")
@@ -364,6 +367,11 @@ class RenderParams(Section):
         Path("vendor/tailwindcss-2.2.19/tailwind.min.css"),
         description="Local copy of tailwindcss@2.2.19 dist/tailwind.min.css (scripts/setup.sh fetches it), served for "
         "the CDN link of every page.",
+    )
+    tailwind_subset: bool = Field(
+        True,
+        description="Serve each page only the Tailwind rules its markup can use, picked as Tailwind's purge picks them "
+        "(the same pixels; rendering twice as fast); false serves the whole stylesheet.",
     )
     chromium: Path = Field(Path("/usr/bin/chromium"), description="The Chromium executable (Debian's package).")
 

@@ -45,32 +45,42 @@ NOT_SCORED = -1  # segment id of every token that is not part of a scored respon
 # --- token log-probs --------------------------------------------------------------------------------
 
 
-def token_logprobs(
-    logits: torch.Tensor, input_ids: torch.Tensor, scored: torch.Tensor, chunk_rows: int = 1024
-) -> torch.Tensor:
-    """log π(input_ids[b, t] | input_ids[b, :t]) at every scored position, 0 elsewhere; shape [B, T].
-
-    Aligned with `input_ids` (position t holds the log-prob of token t, read from the logits at t−1),
-    so one mask serves ids, log-probs and segments alike. Position 0 has no prediction: it may not be scored.
-
-    Memory: `logits.log_softmax(-1).gather(...)` materialises a second [B, T, V] tensor (V = 128k for
-    Llama-3: gigabytes for one long dialogue) to read one number per row. Here only the rows that
-    predict a scored token are taken — in a multi-turn dialogue most tokens are prompt, human replies
-    or the critic's prefix — and each is reduced as `logit[label] − logsumexp(logits)`, in float32,
-    `chunk_rows` rows at a time, so the temporaries of the reduction (and of its backward) are
-    chunk_rows × V rather than B × T × V. What remains is one copy of the scored rows (in the logits'
-    dtype; with bf16 logits, autograd also keeps their float32 chunks for the backward pass).
-    """
+def predicting(scored: torch.Tensor) -> torch.Tensor:
+    """The positions whose logits predict a scored token (t − 1 for token t). Passed to a causal LM as
+    `logits_to_keep`, it limits the vocabulary projection to them: in a multi-turn dialogue most
+    tokens are prompt, human replies or the critic's prefix, which need no logits at all."""
     if scored[:, 0].any():
         raise ValueError("position 0 of a sequence cannot be scored: no logits predict it")
-    predicts = scored[:, 1:]  # logits at t−1 predict token t
-    rows, labels = logits[:, :-1][predicts], input_ids[:, 1:][predicts]
+    return F.pad(scored[:, 1:], (0, 1), value=False)
+
+
+def token_logprobs(rows: torch.Tensor, input_ids: torch.Tensor, scored: torch.Tensor, chunk_rows: int = 1024) -> torch.Tensor:
+    """log π(input_ids[b, t] | input_ids[b, :t]) at every scored position, 0 elsewhere; shape [B, T].
+
+    `rows` [N, V] are the logits at the positions `predicting(scored)` marks, in row-major order (what
+    the model returns for that `logits_to_keep`). The result is aligned with `input_ids`, so one mask
+    serves ids, log-probs and segments alike.
+
+    Memory: `log_softmax(-1).gather(...)` would materialise a second [N, V] tensor (V = 128k for
+    Llama-3) to read one number per row. Each row is reduced as `logit[label] − logsumexp(logits)`
+    in float32, `chunk_rows` rows at a time, so the temporaries of the reduction (and of its
+    backward) are chunk_rows × V.
+    """
+    labels = input_ids[scored]
+    if rows.shape[0] != labels.shape[0]:
+        raise ValueError(f"{rows.shape[0]} rows of logits for {labels.shape[0]} scored tokens")
     picked = [
         _label_logprob(rows[i : i + chunk_rows].float(), labels[i : i + chunk_rows])
         for i in range(0, rows.shape[0], chunk_rows)
     ]
     values = torch.cat(picked) if picked else rows.new_zeros(0, dtype=torch.float32)
-    return torch.zeros(input_ids.shape, dtype=torch.float32, device=logits.device).masked_scatter(scored, values)
+    return torch.zeros(input_ids.shape, dtype=torch.float32, device=rows.device).masked_scatter(scored, values)
+
+
+def forward_logprobs(model: nn.Module, input_ids: torch.Tensor, scored: torch.Tensor, **inputs) -> torch.Tensor:
+    """`token_logprobs` of one forward pass of a causal LM (`inputs`: attention mask, cache, positions)."""
+    logits = model(input_ids=input_ids, logits_to_keep=predicting(scored), **inputs).logits
+    return token_logprobs(logits, input_ids, scored)
 
 
 def _label_logprob(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -116,9 +126,9 @@ def segment_logps(
     from `collate_segmented` reads every row whole. Both give the same numbers."""
     if "prefix_ids" in batch:
         return _shared_prefix_logps(model, batch, num_segments)
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
     segment_ids = batch["segment_ids"]
-    return segment_logp_sums(token_logprobs(logits, batch["input_ids"], segment_ids >= 0), segment_ids, num_segments)
+    token_logps = forward_logprobs(model, batch["input_ids"], segment_ids >= 0, attention_mask=batch["attention_mask"])
+    return segment_logp_sums(token_logps, segment_ids, num_segments)
 
 
 def _shared_prefix_logps(
@@ -143,11 +153,13 @@ def _shared_prefix_logps(
     suffix_ids, suffix_mask, segment_ids = batch["input_ids"], batch["attention_mask"], batch["segment_ids"]
     attention = torch.cat([prefix_mask[group], suffix_mask], dim=1)
     positions = prefix_len[group, None] + torch.arange(suffix_ids.shape[1], device=suffix_ids.device)
-    logits = model(input_ids=suffix_ids, attention_mask=attention, position_ids=positions, past_key_values=cache).logits
     scored = segment_ids >= 0
     # Suffix token 0 is predicted by its prefix's last logits; token t > 0 by the suffix's logits at t − 1.
     first = _label_logprob(first_logits.float(), suffix_ids[:, 0])
-    rest = token_logprobs(logits, suffix_ids, torch.cat([torch.zeros_like(scored[:, :1]), scored[:, 1:]], dim=1))
+    rest = forward_logprobs(
+        model, suffix_ids, torch.cat([torch.zeros_like(scored[:, :1]), scored[:, 1:]], dim=1),
+        attention_mask=attention, position_ids=positions, past_key_values=cache,
+    )  # fmt: skip
     token_logps = torch.cat([torch.where(scored[:, 0], first, 0.0)[:, None], rest[:, 1:]], dim=1)
     return segment_logp_sums(token_logps, segment_ids, num_segments)
 

@@ -20,6 +20,7 @@ from sweetflow.preference import (
     collate_segmented,
     collate_shared_prefix,
     nll_loss,
+    predicting,
     reference_segment_logps,
     segment_logp_sums,
     segment_logps,
@@ -50,15 +51,21 @@ def test_token_logprobs_by_hand_and_masked_tokens_get_zero():
     # Logits at position 1 are (0, ln 2, ln 5): token 2 at position 2 has p = 5 / (1 + 2 + 5) = 5/8.
     ids = torch.tensor([[0, 1, 2]])
     logits = torch.tensor([[[0.0, 0.0, 0.0], [0.0, LOG(2), LOG(5)], [9.0, 9.0, 9.0]]])
-    everything = token_logprobs(logits, ids, torch.tensor([[False, True, True]]))
-    torch.testing.assert_close(everything, torch.tensor([[0.0, LOG(1 / 3), LOG(5 / 8)]]))
-    only_last = token_logprobs(logits, ids, torch.tensor([[False, False, True]]))
-    torch.testing.assert_close(only_last, torch.tensor([[0.0, 0.0, LOG(5 / 8)]]))
+    for scored, expected in (([False, True, True], [0.0, LOG(1 / 3), LOG(5 / 8)]), ([False, False, True], [0.0, 0.0, LOG(5 / 8)])):
+        scored = torch.tensor([scored])
+        torch.testing.assert_close(token_logprobs(logits[predicting(scored)], ids, scored), torch.tensor([expected]))
+
+
+def test_only_positions_before_scored_tokens_need_logits():
+    scored = torch.tensor([[False, True, False, True], [False, False, False, False]])
+    assert predicting(scored).tolist() == [[True, False, True, False], [False, False, False, False]]
+    with pytest.raises(ValueError, match="2 rows of logits for 1 scored tokens"):
+        token_logprobs(torch.zeros(2, 5), torch.zeros(1, 3, dtype=torch.long), torch.tensor([[False, True, False]]))
 
 
 def test_position_zero_cannot_be_scored():
     with pytest.raises(ValueError, match="position 0"):
-        token_logprobs(torch.zeros(1, 2, 3), torch.zeros(1, 2, dtype=torch.long), torch.tensor([[True, True]]))
+        predicting(torch.tensor([[True, True]]))
 
 
 @settings(max_examples=30, deadline=None)
@@ -70,7 +77,7 @@ def test_token_logprobs_equal_full_log_softmax_for_any_chunking(seed, chunk_rows
     scored = torch.rand(3, 6, generator=g) < 0.6
     scored[:, 0] = False
     naive = logits[:, :-1].log_softmax(-1).gather(-1, ids[:, 1:, None]).squeeze(-1) * scored[:, 1:]
-    got = token_logprobs(logits, ids, scored, chunk_rows=chunk_rows)
+    got = token_logprobs(logits[predicting(scored)], ids, scored, chunk_rows=chunk_rows)
     torch.testing.assert_close(got[:, 1:], naive)
     assert (got[:, 0] == 0).all()
 
@@ -184,7 +191,7 @@ def test_gradient_descent_raises_the_chosen_log_probs_and_lowers_the_rejected_on
     loss_fn = PreferenceLoss(beta=0.1, length_normalize=True, nll_coef=0.01)
 
     def logps(lg: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return segment_logp_sums(token_logprobs(lg, ids, segments >= 0), segments, 1)
+        return segment_logp_sums(token_logprobs(lg[predicting(segments >= 0)], ids, segments >= 0), segments, 1)
 
     sums, counts = logps(logits)
     sums.retain_grad()

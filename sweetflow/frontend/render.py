@@ -7,7 +7,8 @@ renders many HTML strings concurrently. Every request a page makes is intercepte
   it and are blocked like everything else;
 - Tailwind CSS 2.2.19 from any CDN (any `tailwind*.css` under a `tailwindcss@2.2.19/` or
   `tailwindcss/2.2.19/` path) is answered from the local copy of the npm package's
-  `dist/tailwind.min.css`; other versions are blocked, as any other request;
+  `dist/tailwind.min.css`, by default only the rules the page can use (`sweetflow.frontend.tailwind`);
+  other versions are blocked, as any other request;
 - `picsum.photos` images (`/id/<id>/<w>/<h>`, `/seed/<s>/<w>/<h>`, `/<w>/<h>`, `/<w>`; trailing junk
   after a number, as in `/200-learning`, is ignored) are answered with a generated placeholder PNG of
   the requested size (a fixed grey-blue to sand gradient; sides above 5000 px are refused);
@@ -46,6 +47,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 from tqdm import tqdm
 
+from sweetflow.frontend.tailwind import TailwindSubset
 from sweetflow.params import RenderParams
 
 PAGE_URL = "http://page.sweetflow.invalid/"
@@ -193,7 +195,8 @@ class RenderPool:
                 f"Tailwind CSS 2.2.19 not found at {self.params.tailwind_css} (render.tailwind_css, relative to "
                 f"{Path.cwd()}); run scripts/setup.sh"
             )
-        self._tailwind = self.params.tailwind_css.read_bytes()
+        self._tailwind = self.params.tailwind_css.read_text()
+        self._subset = TailwindSubset(self._tailwind) if self.params.tailwind_subset else None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="render-pool", daemon=True)
         self._thread.start()
@@ -357,7 +360,8 @@ class RenderPool:
                 await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=slot.html)
             elif is_tailwind_2_2_19(url):
                 self.stats["tailwind_served"] += 1
-                await route.fulfill(status=200, content_type="text/css; charset=utf-8", body=self._tailwind)
+                css = self._subset.for_page(slot.html) if self._subset else self._tailwind
+                await route.fulfill(status=200, content_type="text/css; charset=utf-8", body=css)
             elif (size := picsum_size(url)) is not None:
                 self.stats["picsum_served"] += 1
                 await route.fulfill(status=200, content_type="image/png", body=placeholder_png(*size))

@@ -132,9 +132,16 @@ def sample(
     logits, attention, positions = out.logits[which, -1], attention[which], positions[which]
     tokens: list[list[int]] = [[] for _ in prompts]
     logprobs: list[list[float]] = [[] for _ in prompts]
+    # Every uniform a row may need, drawn up front from its own generator (one call per row, not one
+    # per row and step): its `budget` draws depend on nothing but the row itself.
+    steps = int(budget.max())
+    uniforms = torch.zeros((len(prompts), steps), dtype=torch.float64, device=device)
+    if temperature > 0:
+        for i, (g, n) in enumerate(zip(generators, budget.tolist())):
+            uniforms[i, :n] = torch.rand(n, generator=g, dtype=torch.float64, device=device)
     live = list(range(len(prompts)))  # the prompts still generating, in the order of the batch's rows
-    for step in range(int(budget.max())):
-        choice = choose(logits.float(), temperature, top_p, [generators[i] for i in live])
+    for step in range(steps):
+        choice = choose(logits.float(), temperature, top_p, uniforms[live, step])
         chosen_logp = torch.log_softmax(logits.float(), dim=-1).gather(1, choice[:, None]).squeeze(1)
         for i, token, logp in zip(live, choice.tolist(), chosen_logp.tolist()):
             tokens[i].append(token)
@@ -154,9 +161,9 @@ def sample(
     return list(zip(tokens, logprobs))
 
 
-def choose(logits: torch.Tensor, temperature: float, top_p: float, generators: list[torch.Generator]) -> torch.Tensor:
+def choose(logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor) -> torch.Tensor:
     """The next token of each row: greedy at temperature 0, else a draw from the tempered
-    distribution restricted to its top-p nucleus, with the row's own generator."""
+    distribution restricted to its top-p nucleus, by inverting its CDF at the row's uniform in [0, 1)."""
     if temperature == 0:
         return logits.argmax(-1)
     probs = torch.softmax(logits / temperature, dim=-1)
@@ -165,4 +172,7 @@ def choose(logits: torch.Tensor, temperature: float, top_p: float, generators: l
         # Keep the most likely tokens until their mass reaches top_p (the first one always).
         keep = sorted_probs.cumsum(-1) - sorted_probs < top_p
         probs = torch.zeros_like(probs).scatter(1, order, sorted_probs * keep)
-    return torch.stack([torch.multinomial(row, 1, generator=g) for row, g in zip(probs, generators)]).squeeze(1)
+    cdf = probs.double().cumsum(-1)
+    # The first token whose cumulative mass exceeds u · total: a token of zero mass is never chosen.
+    chosen = torch.searchsorted(cdf, (uniforms * cdf[:, -1])[:, None], right=True).squeeze(1)
+    return chosen.clamp(max=probs.shape[-1] - 1)

@@ -9,6 +9,7 @@ an ordinary Hugging Face checkpoint directory, so every consumer (in-process gen
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 
 import torch
@@ -104,10 +105,10 @@ def build_model(
     """A randomly initialised Llama sized for CPU training, with the tokenizer's special ids wired in.
 
     Defaults are the calibrated ones of DESIGN.md §7 (2 layers, hidden 128, 4 heads, tied
-    embeddings, max length 512: about 0.6M parameters with a ~600-token vocabulary). Tied input and
-    output embeddings keep the vocabulary's share of a tiny model small. The same seed gives the
-    same weights; the global torch RNG is left as it was, so building a model does not change the
-    random stream of whatever runs next.
+    embeddings). Tied input and output embeddings keep the vocabulary's share of a tiny model small.
+    The MLP has Llama's width, 8/3 of the model's (344 for 128): at these sizes a 4x-wide MLP trains
+    ~15% slower for no better model. The same seed gives the same weights; the global torch RNG is
+    left as it was, so building a model does not change the random stream of whatever runs next.
     """
     if hidden_size % heads:
         raise ValueError(f"hidden_size={hidden_size} is not divisible by heads={heads}")
@@ -115,7 +116,7 @@ def build_model(
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
-        intermediate_size=intermediate_size or 4 * hidden_size,
+        intermediate_size=intermediate_size or math.ceil(8 * hidden_size / 3 / 8) * 8,
         num_hidden_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=heads,

@@ -1,4 +1,5 @@
-"""The offline renderer, on real headless Chromium: real ColBench pages, placeholders, blocking, faults."""
+"""The offline renderer, on real headless Chromium: real ColBench pages (the same with Tailwind's whole
+stylesheet or the rules each uses), placeholders, blocking, faults."""
 
 from __future__ import annotations
 
@@ -62,6 +63,9 @@ def test_real_rows_render_offline_with_tailwind():
     assert first.getpixel((640, 700)) == GRAY_100
     # Row 16 stacks five h-screen blocks: full-page shots measure the page, not the viewport.
     assert sizes[16] == (1280, 5 * PARAMS.viewport_height)
+    # Each page got only the Tailwind rules it can use: the same pixels as with the whole stylesheet.
+    with RenderPool(render_params(pages=2, tailwind_subset=False)) as pool:
+        assert pool.render_many([row["ground_truth"] for row in rows], desc=None) == shots
 
 
 def test_picsum_images_arrive_at_the_requested_size(pool):

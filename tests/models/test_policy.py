@@ -8,12 +8,14 @@ import math
 import polars as pl
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sweetflow.agents import OpenAIAgent, policy_chat
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, EpisodeView, Message
 from sweetflow.domains import sandbox_runtime
 from sweetflow.dialogue import ContextOverflow
-from sweetflow.models.policy import TransformersAgent, sample, turn_seed
+from sweetflow.models.policy import TransformersAgent, choose, sample, turn_seed
 from sweetflow.params import AgentParams, EndpointParams, EpisodeParams
 from sweetflow.rollout import Checkpoint, run_episodes, to_frame
 from sweetflow.simulators import ScriptedHuman
@@ -76,6 +78,30 @@ def test_agent_turns_are_well_formed_and_carry_the_sampled_log_probs(checkpoint,
         assert math.isfinite(turn.logprob_sum) and turn.logprob_sum < 0
         assert turn.logprob_sum == pytest.approx(sum(logprobs))
         assert turn.logprob_mean == pytest.approx(turn.logprob_sum / turn.n_tokens)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    logits=st.lists(st.floats(-8, 8) | st.just(float("-inf")), min_size=2, max_size=12).filter(
+        lambda xs: any(x != float("-inf") for x in xs)
+    ),
+    temperature=st.sampled_from([0.5, 1.0, 2.0]),
+    top_p=st.sampled_from([0.3, 0.9, 1.0]),
+)
+def test_draws_follow_the_tempered_nucleus(logits, temperature, top_p):
+    """Uniforms spread evenly over [0, 1) land on each token in proportion to its mass (within one
+    draw), never on a token outside the nucleus or of zero probability."""
+    n = 1000
+    row = torch.tensor(logits)
+    chosen = choose(row.expand(n, -1), temperature, top_p, (torch.arange(n, dtype=torch.float64) + 0.5) / n)
+    probs = torch.softmax(row / temperature, -1)
+    ranked, order = probs.sort(descending=True)
+    nucleus = order[ranked.cumsum(-1) - ranked < top_p]
+    expected = torch.zeros_like(probs)
+    expected[nucleus] = probs[nucleus] / probs[nucleus].sum()
+    counts = torch.bincount(chosen, minlength=len(logits)).double()
+    assert set(chosen.tolist()) <= set(nucleus.tolist())
+    assert (counts - n * expected.double()).abs().max() <= 1.5
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
