@@ -342,7 +342,10 @@ class EvaluateParams(Section):
         0, description="Seed of the episodes' sampling; a checkpoint's evaluation for each of `seeds` adds that seed to it."
     )
     processes: int = Field(
-        2, ge=1, description="Checkpoints: seeds evaluated at once, each in its own process (results do not depend on it)."
+        0,
+        ge=0,
+        description="Checkpoints: seeds evaluated at once, each in its own process (results do not depend on it); "
+        "0: every seed at once (with 3 seeds on 2 cores no core waits for the last seed).",
     )
 
 

@@ -373,7 +373,7 @@ def checkpoint_evaluation_stage(params: Params, domain: str, method: str, direct
                    out.dir / f"trajectories-seed{seed}.parquet", f"{stage} seed {seed}")
             for seed, c in checkpoints.items()
         }  # fmt: skip
-        workers = min(p.processes, len(jobs))
+        workers = min(p.processes or len(jobs), len(jobs))
         if workers == 1:  # no process to start (a second torch import costs seconds)
             per_seed = {seed: _evaluate_seed(*args) for seed, args in jobs.items()}
         else:  # seeds are independent runs: on a CPU they go `evaluate.processes` at a time, one per process
