@@ -94,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
             row = {"threads": threads, "precision": precision}
             for grouped in (True, False):
                 p = base.model_copy(update={"precision": precision, "epochs": 1, "group_by_length": grouped})
-                model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
+                model = build_model(
+                    tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size
+                )
                 AcceleratorState._reset_state(True)  # accelerate allows one precision per process otherwise
                 with tempfile.TemporaryDirectory() as tmp:
                     _, _, summary = train_sft(model, examples, [], p, tokenizer.pad_token_id, Path(tmp) / "live")

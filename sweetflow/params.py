@@ -195,7 +195,9 @@ class ModelParams(TrainerParams):
     vocab_size: int = Field(512, ge=64, description="Tiny: byte-level BPE vocabulary size.")
     hidden_size: int = Field(128, ge=16, description="Tiny: model width.")
     intermediate_size: int | None = Field(
-        None, ge=16, description="Tiny: width of each MLP; None: Llama's 8/3 of the model width, rounded up to a multiple of 8."
+        None,
+        ge=16,
+        description="Tiny: width of each MLP; None: Llama's 8/3 of the model width, rounded up to a multiple of 8.",
     )
     layers: int = Field(2, ge=1, description="Tiny: transformer blocks.")
     heads: int = Field(4, ge=1, description="Tiny: attention heads.")

@@ -54,7 +54,9 @@ def predicting(scored: torch.Tensor) -> torch.Tensor:
     return F.pad(scored[:, 1:], (0, 1), value=False)
 
 
-def token_logprobs(rows: torch.Tensor, input_ids: torch.Tensor, scored: torch.Tensor, chunk_rows: int = 1024) -> torch.Tensor:
+def token_logprobs(
+    rows: torch.Tensor, input_ids: torch.Tensor, scored: torch.Tensor, chunk_rows: int = 1024
+) -> torch.Tensor:
     """log π(input_ids[b, t] | input_ids[b, :t]) at every scored position, 0 elsewhere; shape [B, T].
 
     `rows` [N, V] are the logits at the positions `predicting(scored)` marks, in row-major order (what

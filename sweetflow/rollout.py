@@ -355,7 +355,7 @@ def checkpoint_evaluation_stage(params: Params, domain: str, method: str, direct
     `evaluate_policy@<domain>-<name>`: the checkpoint(s) in `directory` on the test tasks, once per
     seed of `seeds` (episode seed = evaluate.seed + seed), generating as `evaluate.policy` says.
     Writes `data/<domain>/evaluations/<method>/trajectories-seed<k>.parquet` and the method's metrics
-    (`over_seeds`). Seeds run `evaluate.processes` at a time; each resumes on its own."""
+    (`over_seeds`). Seeds run `evaluate.processes` at a time (0: all at once); each resumes on its own."""
     p = params.evaluate
     sections = {
         "evaluate.policy": p.policy, "evaluate.samples_per_task": p.samples_per_task, "evaluate.seed": p.seed,

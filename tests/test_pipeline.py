@@ -137,7 +137,7 @@ def test_dvc_and_snakemake_produce_identical_artifacts(repro_project: Path, tmp_
     assert {"models/backend/base", "data/backend/step_pairs/with_info", "data/backend/evaluations/sweet"} <= {
         out.as_posix() for out in outs
     }
-    compared = [path for path in DATA_OUTS + METRICS + CHECKPOINT_FILES if any(Path(path).is_relative_to(o) for o in outs)]
+    compared = [p for p in DATA_OUTS + METRICS + CHECKPOINT_FILES if any(Path(p).is_relative_to(out) for out in outs)]
     assert len(compared) >= 15
     for path in compared:
         assert content_hash(snake_project / path) == content_hash(repro_project / path), path

@@ -51,7 +51,8 @@ def test_token_logprobs_by_hand_and_masked_tokens_get_zero():
     # Logits at position 1 are (0, ln 2, ln 5): token 2 at position 2 has p = 5 / (1 + 2 + 5) = 5/8.
     ids = torch.tensor([[0, 1, 2]])
     logits = torch.tensor([[[0.0, 0.0, 0.0], [0.0, LOG(2), LOG(5)], [9.0, 9.0, 9.0]]])
-    for scored, expected in (([False, True, True], [0.0, LOG(1 / 3), LOG(5 / 8)]), ([False, False, True], [0.0, 0.0, LOG(5 / 8)])):
+    cases = (([False, True, True], [0.0, LOG(1 / 3), LOG(5 / 8)]), ([False, False, True], [0.0, 0.0, LOG(5 / 8)]))
+    for scored, expected in cases:
         scored = torch.tensor([scored])
         torch.testing.assert_close(token_logprobs(logits[predicting(scored)], ids, scored), torch.tensor([expected]))
 

@@ -38,7 +38,8 @@ def test_one_selector_of_a_list_keeps_the_rule_and_escapes_and_strings_are_read(
     assert "group-hover" not in subset.for_page('<b class="group-hover:x">')
     # A block nested in @media comes whole with any class it names; its @media with it.
     assert subset.for_page('<b class="sm:container y">').endswith(
-        "@media (min-width:640px){.y{h:8}@media (min-width:1px){.sm\\:container{i:9}}}@keyframes spin{to{transform:rotate(360deg)}}"
+        "@media (min-width:640px){.y{h:8}@media (min-width:1px){.sm\\:container{i:9}}}"
+        "@keyframes spin{to{transform:rotate(360deg)}}"
     )
 
 
