@@ -14,7 +14,7 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class StageSpec:
-    name: str  # DVC's address, e.g. "evaluate@expert"
+    name: str  # DVC's stage name, e.g. "evaluate@backend-expert"
     cmd: str
     deps: tuple[str, ...]  # paths relative to the repo root
     outs: tuple[str, ...]
@@ -51,7 +51,9 @@ def load_stages(root: Path | str = ".") -> list[StageSpec]:
                     deps.append(_relative(dep.fs_path, root))
             cmd = stage.cmd if isinstance(stage.cmd, str) else " && ".join(stage.cmd)
             outs = tuple(_relative(o.fs_path, root) for o in stage.outs)
-            specs.append(StageSpec(stage.addressing, cmd, tuple(deps), outs, json.dumps(params, sort_keys=True)))
+            # `name`, not `addressing`: the latter is prefixed with the dvc.yaml's path when the
+            # working directory is not the project's, and the project has one dvc.yaml.
+            specs.append(StageSpec(stage.name, cmd, tuple(deps), outs, json.dumps(params, sort_keys=True)))
     return specs
 
 
