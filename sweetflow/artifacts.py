@@ -53,7 +53,16 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+# What a run of the DAG itself writes into git-tracked files: the lock and the uncached metrics,
+# tables and plots. Their changes do not make the code that ran differ from its commit.
+PIPELINE_WRITES = ("dvc.lock", "reports")
+
+
 def code_version() -> dict:
+    """The commit the working tree is at, and whether anything tracked differs from it other than
+    what the pipeline writes (a run started from a clean commit is not `dirty` because earlier
+    stages of the same run updated dvc.lock)."""
+
     def git(*args: str) -> str | None:
         try:
             out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10)
@@ -62,7 +71,7 @@ def code_version() -> dict:
         return out.stdout.strip() if out.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", *(f":(exclude){p}" for p in PIPELINE_WRITES))
     return {"git_commit": commit, "dirty": bool(status) if status is not None else None}
 
 

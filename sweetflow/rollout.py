@@ -377,7 +377,12 @@ def checkpoint_evaluation_stage(params: Params, domain: str, method: str, direct
         if workers == 1:  # no process to start (a second torch import costs seconds)
             per_seed = {seed: _evaluate_seed(*args) for seed, args in jobs.items()}
         else:  # seeds are independent runs: on a CPU they go `evaluate.processes` at a time, one per process
-            with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            # Forked from a server that imported torch and transformers once, not spawned to import
+            # them again each (~3.5 s of CPU a process). The server runs no torch op before it forks,
+            # so no thread pool is inherited half-initialised (the reason not to fork a torch process).
+            context = get_context("forkserver")
+            context.set_forkserver_preload(["sweetflow.models.policy"])
+            with ProcessPoolExecutor(workers, mp_context=context) as pool:
                 running = {seed: pool.submit(_evaluate_seed, *args) for seed, args in jobs.items()}
                 per_seed = {seed: job.result() for seed, job in running.items()}
         out.metrics.update(over_seeds(per_seed, domain))

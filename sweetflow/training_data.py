@@ -19,8 +19,10 @@ from tqdm import tqdm
 from sweetflow.agents import Agent
 from sweetflow.dialogue import AgentTurn
 from sweetflow.models.preference_trainer import PairData, group_pairs
-from sweetflow.models.sequences import Scoring, chat_for, dialogue_view, segmented
+from sweetflow.models.sequences import Scoring, chat_for, dialogue_view, segmented, segmented_batch
 from sweetflow.preference import SegmentedSequence
+
+TOKENISE_BATCH = 512  # chats tokenised in one call (a batch uses every core; the bar moves per batch)
 
 CANDIDATE_SCHEMA = pl.Schema(
     {
@@ -131,12 +133,17 @@ def candidate_sequences(
     dialogues = {
         trajectory_key(t, s): d for t, s, d in trajectories.select("task_id", "sample", "dialogue").iter_rows()
     }
-    out = []
-    for row in tqdm(candidates.iter_rows(named=True), total=candidates.height, desc="tokenise", unit="action"):
+    chats = []
+    for row in candidates.iter_rows(named=True):
         task = tasks[row["task_id"]]
         prefix = dialogues[trajectory_key(row["task_id"], row["sample"])][: row["position"]]
         view = dialogue_view(task, prefix + [{"role": "agent", "content": row["message"]}])
-        out.append(segmented(tokenizer, chat_for(view, task["ground_truth"] if with_info else None), "last", max_length))
+        chats.append(chat_for(view, task["ground_truth"] if with_info else None))
+    out = []
+    with tqdm(total=len(chats), desc="tokenise", unit="action") as bar:
+        for start in range(0, len(chats), TOKENISE_BATCH):
+            out += segmented_batch(tokenizer, chats[start : start + TOKENISE_BATCH], "last", max_length)
+            bar.update(len(chats[start : start + TOKENISE_BATCH]))
     return out
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweetflow.artifacts import MANIFEST, content_hash, read_manifest, stage_output
+from sweetflow.artifacts import MANIFEST, code_version, content_hash, read_manifest, stage_output
 from sweetflow.params import Params
 
 
@@ -69,3 +70,29 @@ def test_content_hash_sees_every_byte_and_name_but_not_manifests(tmp_path_factor
     name = next(iter(files))
     (d / name).write_bytes(files[name] + b"x")
     assert content_hash(d) != before
+
+
+def test_code_is_dirty_when_code_changes_not_when_the_pipeline_writes(tmp_path, monkeypatch):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)  # fmt: skip
+
+    for name in ("sweetflow/step.py", "dvc.lock", "reports/backend/metrics.json", "params.yaml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "start")
+    monkeypatch.chdir(tmp_path)
+    clean = code_version()
+    assert clean["dirty"] is False and len(clean["git_commit"]) == 40
+
+    (tmp_path / "dvc.lock").write_text("2\n")  # what a run writes
+    (tmp_path / "reports/backend/metrics.json").write_text("2\n")
+    (tmp_path / "untracked.txt").write_text("new\n")
+    assert code_version()["dirty"] is False
+
+    for name in ("sweetflow/step.py", "params.yaml"):
+        (tmp_path / name).write_text("2\n")
+        assert code_version()["dirty"] is True, name
+        git("checkout", "--", name)

@@ -47,8 +47,19 @@ def chat_for(view: EpisodeView, reference: str | None) -> list[dict]:
 def segmented(tokenizer, chat: list[dict], scoring: Scoring, max_length: int) -> SegmentedSequence | None:
     """The chat as token ids with segment ids; None when it does not fit in `max_length` tokens
     (cutting it would drop the last turns, the ones that decide the outcome)."""
-    enc = tokenizer.apply_chat_template(chat, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
-    ids, mask = list(enc["input_ids"]), list(enc["assistant_masks"])
+    return segmented_batch(tokenizer, [chat], scoring, max_length)[0]
+
+
+def segmented_batch(tokenizer, chats: list[list[dict]], scoring: Scoring, max_length: int) -> list[SegmentedSequence | None]:
+    """`segmented` of each chat, tokenised in one call: the Rust tokenizer encodes a batch on every
+    core, ~1.7x faster than one chat at a time for the thousands of candidates of a ranking."""
+    if not chats:
+        return []
+    enc = tokenizer.apply_chat_template(chats, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    return [_segments(list(ids), list(mask), scoring, max_length) for ids, mask in zip(enc["input_ids"], enc["assistant_masks"])]
+
+
+def _segments(ids: list[int], mask: list[int], scoring: Scoring, max_length: int) -> SegmentedSequence | None:
     if not any(mask):
         raise ValueError(
             "the chat template marks no assistant tokens: it needs {% generation %} blocks "

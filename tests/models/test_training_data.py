@@ -10,7 +10,7 @@ import pytest
 from sweetflow.dialogue import AGENT
 from sweetflow.models.checkpoint import load_checkpoint
 from sweetflow.models.policy import TransformersAgent
-from sweetflow.models.sequences import chat_for, dialogue_view, segmented
+from sweetflow.models.sequences import chat_for, dialogue_view, segmented, segmented_batch
 from sweetflow.pairs import sample_turn_states, step_pairs, trajectory_pairs
 from sweetflow.params import AgentParams
 from sweetflow.preference import NOT_SCORED
@@ -85,6 +85,17 @@ def test_a_sequence_longer_than_the_context_is_left_out_not_cut(tokenizer, tasks
     full = segmented(tokenizer, chat, "turns", 10_000)
     assert segmented(tokenizer, chat, "turns", len(full.input_ids)) == full
     assert segmented(tokenizer, chat, "turns", len(full.input_ids) - 1) is None
+
+
+def test_a_batch_is_tokenised_as_each_chat_alone(tokenizer, tasks, corpus):
+    chats = [chat_for(dialogue_view(tasks[d["task_id"]], d["dialogue"]), None) for d in corpus.demos[:12]]
+    alone = [segmented(tokenizer, chat, "turns", 10_000) for chat in chats]
+    lengths = sorted(len(s.input_ids) for s in alone)
+    assert lengths[0] < lengths[-1]  # chats of different lengths: nothing is padded to a common width
+    limit = lengths[len(lengths) // 2]
+    expected = [s if len(s.input_ids) <= limit else None for s in alone]
+    assert segmented_batch(tokenizer, chats, "turns", limit) == expected
+    assert segmented_batch(tokenizer, [], "turns", limit) == []
 
 
 def test_trajectory_pairs_share_sequences_and_count_what_does_not_fit(tokenizer, tasks, trajectories):
