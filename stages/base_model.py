@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import polars as pl
 
@@ -56,7 +55,6 @@ def main() -> None:
 
 
 def build_tiny(p: ModelParams, domain: str) -> None:
-    started = time.time()
     set_threads(p)
     tasks_file, demos_file = paths.task_table(domain, "train"), paths.trajectories(domain, "demos")
     tasks = read_domain_tasks(domain, "train")
@@ -81,7 +79,7 @@ def build_tiny(p: ModelParams, domain: str) -> None:
         if model is None:  # not the main process: it only took part in training
             return
         with stage_output(paths.base_model(domain), f"base_model@{domain}", {f"{domain}.model": p},
-                          [tasks_file, demos_file], p.seed, started=started) as out:  # fmt: skip
+                          [tasks_file, demos_file], p.seed) as out:  # fmt: skip
             save_checkpoint(model, tokenizer, out.dir, state_dict=state)
             config = {"model": p.model_dump(mode="json"), "data": data, "sft": summary}
             write_json(out.dir / "training_config.json", config)  # as nanoGPT keeps it with the weights

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import polars as pl
 import torch
@@ -50,7 +49,6 @@ def main() -> None:
         raise InputError(f"params.yaml: critics: no critic named {name!r}; defined: {sorted(params.critics)}")
     p = params.critics[name]
     relaunch_under_accelerate(p, "stages.critic", [domain, name])
-    started = time.time()
     set_threads(p)
 
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
@@ -93,7 +91,7 @@ def main() -> None:
         if model is None:  # not the main process
             return
         with stage_output(paths.critic(domain, name), f"critic@{domain}-{name}", {f"critics.{name}": p},
-                          [tasks_file, rollout, pairs_file, base], p.seed, started=started) as out:  # fmt: skip
+                          [tasks_file, rollout, pairs_file, base], p.seed) as out:  # fmt: skip
             save_checkpoint(model, tokenizer, out.dir, state_dict=state)
             torch.save({"keys": keys, "sums": ref.sums, "counts": ref.counts}, out.dir / "reference_logps.pt")
             write_json(out.dir / "training_config.json", {"critic": p.model_dump(mode="json"), "data": data, "training": summary})

@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import shutil
-import time
 
 import polars as pl
 import torch
@@ -52,7 +51,6 @@ def main() -> None:
         raise InputError(f"params.yaml: policies: no policy named {name!r}; defined: {sorted(params.policies)}")
     p = params.policies[name]
     relaunch_under_accelerate(p, "stages.policy", [domain, name])
-    started = time.time()
     set_threads(p)
 
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
@@ -95,7 +93,7 @@ def main() -> None:
     summaries = {}
     with live_report(paths.stage_report(domain, "policies", name)) as live, stage_output(
         paths.policy(domain, name), f"policy@{domain}-{name}", {f"policies.{name}": p, "seeds": params.seeds}, inputs,
-        p.seed, started=started,
+        p.seed,
     ) as out:  # fmt: skip
         for seed in params.seeds:
             run = p.model_copy(update={"seed": p.seed + seed})

@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterator
 
+import psutil
 from pydantic import BaseModel
 
 MANIFEST = "manifest.json"
@@ -114,15 +115,15 @@ def stage_output(
     inputs: list[Path | str] = (),
     seed: int | None = None,
     metrics: Path | str | None = None,
-    started: float | None = None,
 ) -> Iterator[StageOutput]:
     """Yield a StageOutput whose temporary `dir` replaces `out`, with a manifest, on success.
 
     `params` maps each params.yaml section the stage reads to its validated model; `inputs` are the
     data files and directories it reads. With `metrics`, the filled `metrics` dict is written to
     that JSON file too: it lives apart from `out` so that DVC can declare it a metrics file
-    (`cache: false`, committed to git); the manifest records its hash. `started` (a `time.time()`)
-    is for stages that do their work, such as training, before they open their output.
+    (`cache: false`, committed to git); the manifest records its hash. The manifest's `started` and
+    `wall_time_s` are those of the stage's process, imports and work done before the output was
+    opened (such as training) included: the time the stage costs a run of the DAG.
 
     On an exception the temporary directory is removed and what was at `out` stays as it was.
     """
@@ -131,7 +132,7 @@ def stage_output(
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    started = time.time() if started is None else started
+    started = psutil.Process().create_time()
     input_hashes = {Path(p).as_posix(): content_hash(p) for p in inputs}
     result = StageOutput(tmp)
     try:
