@@ -403,3 +403,43 @@ def test_dpo_loss_equals_trls_sigmoid_loss_with_its_sft_term_on_the_same_model_a
     out = PreferenceLoss(beta, length_normalize=False, nll_coef=nll_coef)(sums, ref_sums, counts)
     assert out.loss.item() == pytest.approx(trl_loss, rel=1e-5)
     assert out.preference_loss.item() != pytest.approx(math.log(2))  # a non-trivial comparison
+
+
+def test_preference_training_on_shared_prefixes_is_reproducible_on_two_threads(tmp_path):
+    """Two runs of the same training give the same weights, bit for bit, with two threads and batches
+    whose rows share a prefix: the backward of reading one prefix's cache from several rows adds into
+    the same entries, in a thread-dependent order unless `fit` asks torch for deterministic kernels
+    (measured without them: the SWEET-RL critic differed from run to run)."""
+    from sweetflow.models.preference_trainer import PairData, group_pairs, train_preference
+    from sweetflow.params import TrainerParams
+
+    gen = torch.Generator().manual_seed(5)
+
+    def tokens(n: int) -> list[int]:
+        return torch.randint(6, 64, (n,), generator=gen).tolist()
+
+    sequences, keys = [], []
+    for state in range(4):  # 4 states of 120 tokens, 8 candidate turns after each
+        prefix = [BOS] + tokens(120)
+        for _ in range(8):
+            turn = tokens(12) + [END]
+            sequences.append(SegmentedSequence(prefix + turn, [X] * len(prefix) + [0] * len(turn)))
+            keys.append(f"state{state}")
+    pairs = [(i, i + 1) for i in range(0, len(sequences), 2)]
+    data = PairData(sequences, pairs, group_pairs([keys[c] for c, _ in pairs]))
+    config = LlamaConfig(
+        vocab_size=64, hidden_size=128, intermediate_size=344, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=4, max_position_embeddings=256, pad_token_id=PAD, bos_token_id=BOS, eos_token_id=END,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    reference = LlamaForCausalLM(config)
+    ref = reference_segment_logps(reference, sequences, batch_size=8, pad_id=PAD)
+    p = TrainerParams(epochs=2, learning_rate=1e-2, batch_size=8, threads=2)
+    torch.set_num_threads(2)  # the module's fixture restores one thread
+    weights = []
+    for run in range(2):
+        model, state, _ = train_preference(copy.deepcopy(reference), data, ref, PreferenceLoss(beta=0.1, length_normalize=True), p, PAD,
+                                           tmp_path / f"run{run}", "critic")  # fmt: skip
+        weights.append(torch.cat([q.detach().flatten() for q in model.parameters()]))
+    assert not torch.equal(weights[0], torch.cat([q.detach().flatten() for q in reference.parameters()]))
+    assert torch.equal(weights[0], weights[1])

@@ -122,6 +122,10 @@ def fit(
     """
     accelerator = Accelerator(mixed_precision=p.precision, log_with="dvclive")
     set_seed(p.seed)  # python, numpy and torch: initialisation of adapters, dropout
+    # The same run gives the same weights: on CPU, the backward of indexing with repeated indices
+    # (a shared prefix's cache read by several rows) otherwise adds in a thread-dependent order.
+    # warn_only: on GPUs an op without a deterministic kernel warns instead of stopping training.
+    torch.use_deterministic_algorithms(True, warn_only=True)
     if p.gradient_checkpointing:
         model.activation_checkpointing_enable()
         model.config.use_cache = False  # the cache is useless while training and conflicts with recomputation
