@@ -1,5 +1,5 @@
 """The preference loss (sweetflow/preference.py) against hand-computed values, its properties, TRL's DPO
-loss on the same model and batch, and a tiny critic that learns to rank a better turn above a worse one."""
+loss on the same model and batch, a tiny critic that learns to rank a better turn above a worse one, and training that reproduces bit for bit."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ import math
 
 import pytest
 import torch
+from accelerate.state import AcceleratorState
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from sweetflow.models.preference_trainer import PairData, group_pairs, train_preference
+from sweetflow.params import TrainerParams
 from sweetflow.preference import (
     NOT_SCORED,
     PreferenceLoss,
@@ -410,8 +413,7 @@ def test_preference_training_on_shared_prefixes_is_reproducible_on_two_threads(t
     whose rows share a prefix: the backward of reading one prefix's cache from several rows adds into
     the same entries, in a thread-dependent order unless `fit` asks torch for deterministic kernels
     (measured without them: the SWEET-RL critic differed from run to run)."""
-    from sweetflow.models.preference_trainer import PairData, group_pairs, train_preference
-    from sweetflow.params import TrainerParams
+    AcceleratorState._reset_state(True)  # as a stage's new process: TRL's trainer above set another precision
 
     gen = torch.Generator().manual_seed(5)
 
