@@ -59,7 +59,8 @@ def main() -> None:
                 seconds = time.perf_counter() - started
             rows.append({
                 "threads": threads, "batch_size": batch_size, "episodes": frame.height, "seconds": round(seconds, 2),
-                "episodes_per_s": round(frame.height / seconds, 2), "mean_reward": round(float(frame["reward"].mean()), 4),
+                "episodes_per_s": round(frame.height / seconds, 2),
+                "mean_reward": round(float(frame["reward"].mean()), 4),
             })  # fmt: skip
     for row in rows:
         base = next(r for r in rows if r["threads"] == row["threads"] and r["batch_size"] == baseline_size)
@@ -68,8 +69,9 @@ def main() -> None:
     table = Table(title=f"Episodes/s of the tiny base policy: {args.tasks} tasks × {args.samples} samples")
     for column in ("threads", "batch_size", "seconds", "episodes_per_s", f"× batch {baseline_size}", "mean reward"):
         table.add_column(column, justify="right")
+    keys = ("threads", "batch_size", "seconds", "episodes_per_s", "ratio_to_baseline", "mean_reward")
     for r in rows:
-        table.add_row(*(str(r[k]) for k in ("threads", "batch_size", "seconds", "episodes_per_s", "ratio_to_baseline", "mean_reward")))
+        table.add_row(*(str(r[k]) for k in keys))
     Console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({

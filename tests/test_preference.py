@@ -1,5 +1,6 @@
 """The preference loss (sweetflow/preference.py) against hand-computed values, its properties, TRL's DPO
-loss on the same model and batch, a tiny critic that learns to rank a better turn above a worse one, and training that reproduces bit for bit."""
+loss on the same model and batch, a tiny critic that learns to rank a better turn above a worse one,
+and training that reproduces bit for bit."""
 
 from __future__ import annotations
 
@@ -440,8 +441,8 @@ def test_preference_training_on_shared_prefixes_is_reproducible_on_two_threads(t
     torch.set_num_threads(2)  # the module's fixture restores one thread
     weights = []
     for run in range(2):
-        model, state, _ = train_preference(copy.deepcopy(reference), data, ref, PreferenceLoss(beta=0.1, length_normalize=True), p, PAD,
-                                           tmp_path / f"run{run}", "critic")  # fmt: skip
+        loss = PreferenceLoss(beta=0.1, length_normalize=True)
+        model, _, _ = train_preference(copy.deepcopy(reference), data, ref, loss, p, PAD, tmp_path / str(run), "critic")
         weights.append(torch.cat([q.detach().flatten() for q in model.parameters()]))
     assert not torch.equal(weights[0], torch.cat([q.detach().flatten() for q in reference.parameters()]))
     assert torch.equal(weights[0], weights[1])
