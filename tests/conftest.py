@@ -38,7 +38,8 @@ SMALL_PARAMS = {
         # Pages are long: a larger vocabulary keeps a dialogue of three of them within the context.
         "model": {**SMALL_MODEL, "vocab_size": 2048, "max_length": 4096},
     },
-    "evaluate": {"policy": {"backend": "transformers", "max_new_tokens": 32}, "processes": 1},
+    # Two processes: the seeds of a checkpoint evaluation run in processes forked from a forkserver, as by default.
+    "evaluate": {"policy": {"backend": "transformers", "max_new_tokens": 32}, "processes": 2},
     # An untrained model rarely answers: short episodes keep its evaluations to seconds.
     "episodes": {"max_failure_share": 1.0, "max_turns": 3},
     # An untrained model never succeeds, so the offline data comes from a scripted agent that sometimes does.
