@@ -142,8 +142,9 @@ def candidate_sequences(
     out = []
     with tqdm(total=len(chats), desc="tokenise", unit="action") as bar:
         for start in range(0, len(chats), TOKENISE_BATCH):
-            out += segmented_batch(tokenizer, chats[start : start + TOKENISE_BATCH], "last", max_length)
-            bar.update(len(chats[start : start + TOKENISE_BATCH]))
+            batch = chats[start : start + TOKENISE_BATCH]
+            out += segmented_batch(tokenizer, batch, "last", max_length)
+            bar.update(len(batch))
     return out
 
 
