@@ -2,7 +2,7 @@
 
 Same tiny model, same preference pairs, same settings, in the same run:
 
-  (a) `train_preference` (sweetflow.models.preference_trainer): the policy stages' loop on accelerate
+  (a) `train_preference` (sweetflow.rl.preference): the policy stages' loop on accelerate
       (DVCLive logging included), with the reference log-probs computed once beforehand by
       `reference_segment_logps` (timed separately: column "ref s");
   (b) TRL `DPOTrainer`, reference model run on the fly at every step (TRL's default);
@@ -97,8 +97,8 @@ def build_pairs(tasks: list[dict], demos: list[dict], n: int, seed: int) -> list
     chosen, a demonstration's first question on the task; rejected, alternately the demonstration's
     final answer written at once (answering without asking, ColBench's usual failure) and a question
     about another task."""
-    from sweetflow.agents import policy_chat
     from sweetflow.dialogue import EpisodeView
+    from sweetflow.views import policy_chat
 
     by_id = {t["task_id"]: t for t in tasks}
     questions: dict[str, list[str]] = {}
@@ -128,9 +128,9 @@ def prepare(workdir: Path, n_pairs: int) -> dict:
     """Tokenizer, initial model and pairs, saved in `workdir` for the workers; the run's settings."""
     import polars as pl
 
-    from sweetflow.models.data import demo_chats, tokenizer_corpus
-    from sweetflow.models.tiny import build_model, train_tokenizer
+    from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
     from sweetflow.params import load_params
+    from sweetflow.rl.sft import demo_chats
 
     params = load_params(ROOT / "params.yaml")
     m, policy = params.backend.model, params.policies["sweet"]
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
     from trl import DPOConfig, DPOTrainer  # noqa: F401
 
-    import sweetflow.models.preference_trainer  # noqa: F401
+    import sweetflow.rl.preference  # noqa: F401
 
     console = Console(width=None if sys.stdout.isatty() else 160)
     if not (TASKS.exists() and DEMOS.exists()):
@@ -317,10 +317,11 @@ def worker(mode: str, workdir: Path) -> None:
 
 
 def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute: bool) -> dict:
-    from sweetflow.models.preference_trainer import PairData, train_preference
-    from sweetflow.models.sequences import segmented
-    from sweetflow.params import TrainerParams
-    from sweetflow.preference import PreferenceLoss, reference_segment_logps
+    from sweetflow.params import TrainerParams, load_params
+    from sweetflow.rl.logprobs import reference_segment_logps
+    from sweetflow.rl.loss import PreferenceLoss
+    from sweetflow.rl.preference import train_preference
+    from sweetflow.rl.sequences import PairData, segmented
 
     started = time.perf_counter()
     sequences = []
@@ -339,11 +340,11 @@ def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute
     ref = reference_segment_logps(model, data.sequences, 2 * s["batch_size"], tokenizer.pad_token_id)
     ref_s = time.perf_counter() - started
 
-    p = TrainerParams(seed=s["seed"], threads=1, epochs=1, learning_rate=s["learning_rate"],
-                      batch_size=s["batch_size"], precision=s["precision"])  # fmt: skip
+    p = TrainerParams(seed=s["seed"], epochs=1, learning_rate=s["learning_rate"], batch_size=s["batch_size"])
+    engine = load_params(ROOT / "params.yaml").training.model_copy(update={"threads": 1, "precision": s["precision"]})
     loss = PreferenceLoss(s["beta"], length_normalize=False, nll_coef=s["nll_coef"])
     started = time.perf_counter()
-    _, _, summary = train_preference(model, data, ref, loss, p, tokenizer.pad_token_id, tmp / "live", "dpo_bench")
+    summary = train_preference(model, data, ref, loss, p, engine, tokenizer.pad_token_id, tmp / "live", "dpo_bench").summary
     train_s = time.perf_counter() - started
     # The loop counts the tokens of its forward passes: a pair's shared prompt is read once there.
     if not 0 < summary["train_tokens"] <= data.tokens():
@@ -404,7 +405,7 @@ def run_trl(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute:
 def same_sequences(tokenizer, pairs: list[dict], rows: list[tuple], max_length: int) -> bool:
     """Whether TRL's tokenisation gives exactly our token ids, with its completion being our scored
     segment (checked after the timed part)."""
-    from sweetflow.models.sequences import segmented
+    from sweetflow.rl.sequences import segmented
 
     for pair, (prompt, chosen, rejected) in zip(pairs, rows, strict=True):
         for side, completion in (("chosen", chosen), ("rejected", rejected)):

@@ -24,16 +24,16 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # for the server helpers under tests/
 
-from sweetflow.agents import OpenAIAgent  # noqa: E402
-from sweetflow.domains import sandbox_runtime  # noqa: E402
-from sweetflow.openai_backend import ChatClient  # noqa: E402
-from sweetflow.params import AgentParams, EndpointParams, EpisodeParams  # noqa: E402
-from sweetflow.rollout import Checkpoint, run_episodes  # noqa: E402
-from sweetflow.sandbox import Sandbox, SandboxParams  # noqa: E402
-from sweetflow.scoring import check_references  # noqa: E402
-from sweetflow.simulators import OpenAIHuman  # noqa: E402
-from sweetflow.tasks.procedural import generate_tasks  # noqa: E402
-from tests.llm_server import build_tiny_checkpoint, serve_checkpoint  # noqa: E402
+from sweetflow.agents.openai import OpenAIAgent  # noqa: E402
+from sweetflow.backend.domain import sandbox_runtime  # noqa: E402
+from sweetflow.backend.sandbox.pool import Sandbox  # noqa: E402
+from sweetflow.backend.scoring import check_references  # noqa: E402
+from sweetflow.backend.simulators import OpenAIHuman  # noqa: E402
+from sweetflow.backend.tasks.procedural import generate_tasks  # noqa: E402
+from sweetflow.endpoint import ChatClient  # noqa: E402
+from sweetflow.params import EndpointParams, OpenAIAgentParams, load_params  # noqa: E402
+from sweetflow.rollout.engine import Checkpoint, run_episodes  # noqa: E402
+from tests.support.llm_server import build_tiny_checkpoint, serve_checkpoint  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "episodes_throughput.json"
 
@@ -43,22 +43,25 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=8)
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=24)
+    parser.add_argument("--concurrency", type=int, default=8, help="requests in flight, against 1")
     args = parser.parse_args()
-    default_bound = EndpointParams().concurrency
+    params = load_params(ROOT / "params.yaml")
 
     _, tasks = generate_tasks(0, args.tasks, seed=1)
     rows = []
-    with tempfile.TemporaryDirectory() as tmp, Sandbox(SandboxParams()) as sandbox:
+    with tempfile.TemporaryDirectory() as tmp, Sandbox(params.backend.scoring) as sandbox:
         tasks = [{**t, "expected": c.expected} for t, c in zip(tasks, check_references(tasks, sandbox))]
         checkpoint = build_tiny_checkpoint(Path(tmp) / "checkpoint")
         with serve_checkpoint(checkpoint) as (base_url, model):
-            for concurrency in (1, default_bound):
-                endpoint = EndpointParams(base_url=base_url, model=model, concurrency=concurrency)
-                agent = OpenAIAgent(AgentParams(backend="openai", max_new_tokens=args.tokens, endpoint=endpoint))
+            for concurrency in (1, args.concurrency):
+                endpoint = EndpointParams(base_url=base_url, model=model, api_key_env="OPENAI_API_KEY", timeout_s=60,
+                                          max_retries=2, concurrency=concurrency)  # fmt: skip
+                agent = OpenAIAgent(OpenAIAgentParams(backend="openai", endpoint=endpoint, temperature=1.0, top_p=1.0,
+                                                      max_new_tokens=args.tokens))  # fmt: skip
                 human = OpenAIHuman(ChatClient(endpoint), max_new_tokens=args.tokens)
                 started = time.perf_counter()
                 records = run_episodes(
-                    tasks, 1, agent, sandbox_runtime(human, sandbox, concurrency), EpisodeParams(max_turns=args.turns), 0,
+                    tasks, 1, agent, sandbox_runtime(human, sandbox, concurrency), params.episodes.model_copy(update={"max_turns": args.turns}), 0,
                     Checkpoint(Path(tmp) / f"c{concurrency}.jsonl"),
                     desc=f"concurrency {concurrency}",
                 )

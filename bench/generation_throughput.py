@@ -4,7 +4,7 @@ The policy is the default DAG's base model (`models/backend/base`; run `dvc repr
 first), playing the first `--tasks` backend training tasks `--samples` times each against the
 scripted human, as the `rollout` stage does: every live episode's turn is generated in chunks of
 `batch_size`, each chunk a left-padded batch whose finished rows leave as they stop. The baseline
-is the library default (`AgentParams.batch_size`, 32 rows) on the same threads. Every configuration
+is a batch of 32 rows (the library's default before the base agent's 128) on the same threads. Every configuration
 plays the same episodes (per-episode sampling seeds): the table also checks that their rewards agree.
 
 Prints a table and writes bench/results/generation_throughput.json. Usage:
@@ -25,9 +25,10 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from sweetflow.domains import make_agent, read_domain_tasks
-from sweetflow.params import AgentParams, load_params
-from sweetflow.rollout import collect
+from sweetflow.agents.model import make_model_agent
+from sweetflow.params import load_params
+from sweetflow.rollout.engine import collect
+from sweetflow.tables import read_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT = ROOT / "models/backend/base"
@@ -44,15 +45,15 @@ def main() -> None:
     if not (CHECKPOINT / "config.json").exists():
         raise SystemExit(f"{CHECKPOINT}: no checkpoint; run `dvc repro base_model@backend` first")
     params = load_params()
-    tasks = read_domain_tasks("backend", "train")[: args.tasks]
-    baseline_size = AgentParams.model_fields["batch_size"].default
+    tasks = read_tasks("backend", "train")[: args.tasks]
+    baseline_size = 32
     rows = []
     for threads in args.threads:
         for batch_size in dict.fromkeys([baseline_size, *args.batch_sizes]):
             policy = params.agents["base"].model_copy(
                 update={"checkpoint": str(CHECKPOINT), "threads": threads, "batch_size": batch_size}
             )
-            agent = make_agent(policy, "backend")
+            agent = make_model_agent(policy)
             with tempfile.TemporaryDirectory() as tmp:
                 started = time.perf_counter()
                 frame = collect(tasks, agent, params, "backend", args.samples, 0, Path(tmp) / "progress.jsonl", "bench")

@@ -29,18 +29,19 @@ from rich.console import Console
 from rich.table import Table
 
 from sweetflow.frontend.render import RenderPool
-from sweetflow.params import RenderParams
-from sweetflow.tasks.colbench import iter_jsonl
+from sweetflow.inputs import iter_jsonl
+from sweetflow.params import load_params
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_ROWS = ROOT.parent / "shared" / "colbench-sample" / "frontend_test_first30.jsonl"
+DEFAULT_ROWS = ROOT / "tests" / "data" / "colbench-sample" / "frontend_test_first30.jsonl"
 RESULTS = ROOT / "bench" / "results" / "render_throughput.json"
 TAILWIND = ROOT / "vendor" / "tailwindcss-2.2.19" / "tailwind.min.css"
+RENDER = load_params(ROOT / "params.yaml").frontend.scoring.render
 
 
 def pooled(htmls: list[str], pages: int) -> tuple[float, list[bytes | None]]:
     start = time.perf_counter()
-    with RenderPool(RenderParams(pages=pages, tailwind_css=TAILWIND)) as pool:
+    with RenderPool(RENDER.model_copy(update={"pages": pages, "tailwind_css": TAILWIND})) as pool:
         shots = pool.render_many(htmls, desc=f"pool of {pages}")
     return time.perf_counter() - start, shots
 
@@ -49,7 +50,7 @@ def fresh_per_page(htmls: list[str]) -> tuple[float, list[bytes | None]]:
     start = time.perf_counter()
     shots = []
     for html in htmls:
-        with RenderPool(RenderParams(pages=1, tailwind_css=TAILWIND)) as pool:
+        with RenderPool(RENDER.model_copy(update={"pages": 1, "tailwind_css": TAILWIND})) as pool:
             shots.append(pool.render(html))
     return time.perf_counter() - start, shots
 

@@ -28,12 +28,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from sweetflow.backend.scoring import extract_code
+from sweetflow.backend.tasks.colbench import task_from_row
+from sweetflow.inputs import iter_jsonl
+from sweetflow.params import load_params
 from sweetflow.scorefile import score_file
-from sweetflow.scoring import extract_code
-from sweetflow.tasks.colbench import iter_jsonl, task_from_row
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_ROWS = ROOT.parent / "shared" / "colbench-sample" / "backend_test_first100.jsonl"
+DEFAULT_ROWS = ROOT / "tests" / "data" / "colbench-sample" / "backend_test_first100.jsonl"
 RESULTS = ROOT / "bench" / "results" / "score_throughput.json"
 CALL_LIMIT_S = 1.0  # ColBench's per-call limit
 
@@ -120,12 +122,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = [row for _, row in iter_jsonl(args.rows)]
     tasks = [task_from_row(row, args.rows, i) for i, row in enumerate(rows, 1)] * args.repeat
     workers = args.workers or os.cpu_count() or 1
+    params = load_params(ROOT / "params.yaml")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         trajectories = Path(tmp) / "trajectories.jsonl"
         n = write_trajectories(rows, args.repeat, trajectories)
         for w in dict.fromkeys([workers, 1]):
-            seconds, summary = timed(score_file, trajectories, "backend", workers=w)
+            sandbox = params.backend.scoring.model_copy(update={"workers": w})
+            frontend = params.frontend.scoring
+            seconds, summary = timed(score_file, trajectories, "backend", None, sandbox, frontend.render, frontend.similarity)
             results.append({"scorer": "sweetflow sandbox", "workers": w, "seconds": seconds,
                             "success_rate": summary["success_rate"]})  # fmt: skip
     seconds, rate = timed(baseline_success_rate, tasks, [t["ground_truth"] for t in tasks])

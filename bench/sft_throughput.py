@@ -5,7 +5,7 @@ default tiny config unless changed): a tokenizer trained on data/backend/tasks a
 demos` first), the first `--examples` demonstrations, batches of `model.batch_size`. Each
 configuration trains one epoch from the same initial weights:
 
-  (a) `train_sft` (sweetflow.models.sft): the stage's loop on accelerate, DVCLive logging included,
+  (a) `train_sft` (sweetflow.rl.sft): the stage's loop on accelerate, DVCLive logging included,
       with length-grouped batches (`group_by_length`, the default) and with plainly shuffled ones;
   (b) `plain torch`, the baseline: shuffled batches, the same optimiser, clipping and schedule, no
       accelerate, no logging.
@@ -35,11 +35,10 @@ from rich.console import Console
 from rich.table import Table
 from torch.utils.data import DataLoader
 
-from sweetflow.models.data import collate, demo_chats, encode_chats, tokenizer_corpus
-from sweetflow.models.sft import train_sft
-from sweetflow.models.tiny import build_model, train_tokenizer
-from sweetflow.models.training import CLIP_NORM, lr_at
+from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
 from sweetflow.params import ModelParams, load_params
+from sweetflow.rl.loop import CLIP_NORM, lr_at
+from sweetflow.rl.sft import collate, demo_chats, encode_chats, train_sft
 
 ROOT = Path(__file__).resolve().parent.parent
 TASKS, DEMOS = ROOT / "data/backend/tasks/train.parquet", ROOT / "data/backend/demos/trajectories.parquet"
@@ -80,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"[yellow]{TASKS} or {DEMOS} is missing: run `dvc repro demos` first.[/]")
         return 1
 
-    base = load_params(ROOT / "params.yaml").backend.model
+    params = load_params(ROOT / "params.yaml")
+    base = params.backend.model
     tasks = pl.read_parquet(TASKS).to_dicts()
     demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
     chats = demo_chats(tasks, demos)
@@ -93,16 +93,17 @@ def main(argv: list[str] | None = None) -> int:
         for precision in args.precisions:
             row = {"threads": threads, "precision": precision}
             for grouped in (True, False):
-                p = base.model_copy(update={"precision": precision, "epochs": 1, "group_by_length": grouped})
+                p = base.model_copy(update={"epochs": 1})
+                engine = params.training.model_copy(update={"precision": precision, "group_by_length": grouped})
                 model = build_model(
                     tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size
                 )
                 AcceleratorState._reset_state(True)  # accelerate allows one precision per process otherwise
                 with tempfile.TemporaryDirectory() as tmp:
-                    _, _, summary = train_sft(model, examples, [], p, tokenizer.pad_token_id, Path(tmp) / "live")
+                    fitted = train_sft(model, examples, [], p, engine, tokenizer.pad_token_id, Path(tmp) / "live")
                 loop = "train_sft, grouped" if grouped else "train_sft, shuffled"
-                results.append({**row, "loop": loop, "tokens": summary["train_tokens"],
-                                "seconds": summary["train_seconds"]})  # fmt: skip
+                results.append({**row, "loop": loop, "tokens": fitted.summary["train_tokens"],
+                                "seconds": fitted.timing["train_seconds"]})  # fmt: skip
             model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
             tokens, seconds = plain_torch_loop(model, examples, p, tokenizer.pad_token_id)
             results.append({**row, "loop": "plain torch", "tokens": tokens, "seconds": seconds})

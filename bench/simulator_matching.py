@@ -50,10 +50,10 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from sweetflow import simulators  # noqa: E402
-from sweetflow.agents import ONE_QUESTION, TWO_QUESTIONS  # noqa: E402
-from sweetflow.simulators import ScriptedHuman, clauses_in, questions_in, stem_plural, stem_verb  # noqa: E402
-from sweetflow.tasks.families import FAMILIES  # noqa: E402
-from sweetflow.tasks.procedural import generate_tasks  # noqa: E402
+from sweetflow.backend.agents import ONE_QUESTION, TWO_QUESTIONS  # noqa: E402
+from sweetflow.backend.simulators import ScriptedHuman, clauses_in, questions_in, stem_plural, stem_verb  # noqa: E402
+from sweetflow.backend.tasks.families import FAMILIES  # noqa: E402
+from sweetflow.backend.tasks.procedural import generate_tasks  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "question_paraphrases.json"
@@ -147,7 +147,7 @@ def inflection_cases(tasks: dict[str, dict]) -> list[Case]:
     return cases
 
 
-# --- lexical matcher: a local, configurable copy of sweetflow.simulators -------------------------
+# --- lexical matcher: a local, configurable copy of sweetflow.backend.simulators -------------------------
 
 # Proposed additions to simulators.SYNONYMS: general ways of asking about a quantity, each reduced to
 # one spelling on both sides (topic and question). None names a family-specific thing.

@@ -23,41 +23,39 @@ itself that way.
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import polars as pl
 
+from stages._common import Stage, begin
 from sweetflow import paths
 from sweetflow.artifacts import stage_output, write_json
-from sweetflow.domains import read_domain_tasks
 from sweetflow.errors import run_stage
 from sweetflow.models.checkpoint import link_or_copy_tree, local_checkpoint, save_checkpoint
-from sweetflow.models.data import demo_chats, encode_chats, split_by_task, tokenizer_corpus
-from sweetflow.models.sft import train_sft
-from sweetflow.models.tiny import build_model, train_tokenizer
-from sweetflow.models.training import live_report, relaunch_under_accelerate, set_threads
-from sweetflow.params import ModelParams, load_params
+from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
+from sweetflow.params import ModelParams, TrainingParams
+from sweetflow.rl.loop import launch, live_report
+from sweetflow.rl.sft import demo_chats, encode_chats, split_by_task, train_sft
+from sweetflow.tables import read_tasks
 
 HOLDOUT_SHARE = 0.05  # of training tasks whose demonstrations only measure the validation loss
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("domain", choices=("backend", "frontend"))
-    domain = parser.parse_args().domain
-    p = load_params().domain(domain).model
+    stage = begin("base_model", __doc__)
+    p, engine = stage.params.domain(stage.domain).model, stage.params.training
+    sections = {f"{stage.domain}.model": p, "training": engine}
     if p.base != "tiny":
-        adopt_local(p, domain)  # no training: one process, whatever the accelerate config
+        adopt_local(p, stage, sections)  # no training: one process, whatever the accelerate config
         return
-    relaunch_under_accelerate(p, "stages.base_model", [domain])
-    build_tiny(p, domain)
+    launch(engine)
+    build_tiny(p, engine, stage, sections)
 
 
-def build_tiny(p: ModelParams, domain: str) -> None:
-    set_threads(p)
+def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage, sections: dict) -> None:
+    domain = stage.domain
     tasks_file, demos_file = paths.task_table(domain, "train"), paths.trajectories(domain, "demos")
-    tasks = read_domain_tasks(domain, "train")
+    tasks = read_tasks(domain, "train")
     demos = pl.read_parquet(demos_file, columns=["task_id", "seed", "dialogue"]).to_dicts()
     chats = demo_chats(tasks, demos)
     tokenizer = train_tokenizer(tokenizer_corpus(tasks, chats), p.vocab_size, p.max_length)
@@ -75,22 +73,23 @@ def build_tiny(p: ModelParams, domain: str) -> None:
         "parameters": sum(q.numel() for q in model.parameters()),
     }
     with live_report(paths.stage_report(domain, "base_model")) as live_dir:
-        model, state, summary = train_sft(model, train, holdout, p, tokenizer.pad_token_id, live_dir)
-        if model is None:  # not the main process: it only took part in training
+        fitted = train_sft(model, train, holdout, p, engine, tokenizer.pad_token_id, live_dir)
+        if fitted.model is None:  # not the main process: it only took part in training
             return
-        with stage_output(paths.base_model(domain), f"base_model@{domain}", {f"{domain}.model": p},
-                          [tasks_file, demos_file], p.seed) as out:  # fmt: skip
-            save_checkpoint(model, tokenizer, out.dir, state_dict=state)
-            config = {"model": p.model_dump(mode="json"), "data": data, "sft": summary}
+        with stage_output(paths.base_model(domain), stage.name, sections, [tasks_file, demos_file], p.seed) as out:
+            save_checkpoint(fitted.model, tokenizer, out.dir, state_dict=fitted.state)
+            config = {"model": p.model_dump(mode="json"), "data": data, "sft": fitted.summary}
             write_json(out.dir / "training_config.json", config)  # as nanoGPT keeps it with the weights
+            out.run["sft"] = fitted.timing
         metrics = json.loads((live_dir / "metrics.json").read_text())
         write_json(live_dir / "metrics.json", {**metrics, "data": data})
-    print(json.dumps({"data": data, "sft": summary}, indent=2))
+    print(json.dumps({"data": data, "sft": {**fitted.summary, **fitted.timing}}, indent=2))
 
 
-def adopt_local(p: ModelParams, domain: str) -> None:
+def adopt_local(p: ModelParams, stage: Stage, sections: dict) -> None:
+    domain = stage.domain
     source = local_checkpoint(p.base, f"{domain}.model.base")
-    with stage_output(paths.base_model(domain), f"base_model@{domain}", {f"{domain}.model": p}, [source], p.seed) as out:
+    with stage_output(paths.base_model(domain), stage.name, sections, [source], p.seed) as out:
         how = link_or_copy_tree(source, out.dir)
     with live_report(paths.stage_report(domain, "base_model")) as report:
         report.mkdir()

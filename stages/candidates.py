@@ -1,4 +1,4 @@
-"""Stage `candidates@<domain>`: fresh actions of the base policy at sampled turn states (DESIGN.md §2 step 4).
+"""Stage `candidates@<domain>`: fresh actions of the base policy at sampled turn states (docs/algorithm.md, step 4).
 
 `python -m stages.candidates DOMAIN` reads params `candidates`, the domain's training tasks, its
 offline rollouts and the sampling policy's checkpoint (without one: the domain's base model). A uniform `share` of all (trajectory, agent
@@ -12,38 +12,35 @@ candidate with its message and log-probs; `manifest.json`) and
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import polars as pl
 
+from stages._common import begin, with_checkpoint
 from sweetflow import paths
+from sweetflow.agents.model import make_model_agent
 from sweetflow.artifacts import stage_output
 from sweetflow.dialogue import ANSWER_MARKER
-from sweetflow.domains import make_agent, read_domain_tasks
 from sweetflow.errors import InputError, run_stage
-from sweetflow.pairs import sample_turn_states
-from sweetflow.params import load_params
-from sweetflow.rollout import with_checkpoint
-from sweetflow.training_data import generate_candidates
+from sweetflow.rl.candidates import generate_candidates
+from sweetflow.rl.pairs import sample_turn_states
+from sweetflow.tables import read_tasks
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("domain", choices=("backend", "frontend"))
-    domain = parser.parse_args().domain
-    p = load_params().candidates
+    stage = begin("candidates", __doc__)
+    domain, p = stage.domain, stage.params.candidates
     if p.policy.backend not in ("transformers", "openai"):
         raise InputError(f"params.yaml: candidates.policy.backend: a model backend is needed for log-probs, got {p.policy.backend!r}")
     policy = with_checkpoint(p.policy, domain)
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
-    tasks = {t["task_id"]: t for t in read_domain_tasks(domain, "train")}
+    tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     trajectories = pl.read_parquet(rollout)
     states = sample_turn_states(trajectories, p.share, p.seed)
     inputs = [tasks_file, rollout] + ([policy.checkpoint] if policy.checkpoint else [])
-    with stage_output(paths.candidates(domain), f"candidates@{domain}", {"candidates": p}, inputs, p.seed,
+    with stage_output(paths.candidates(domain), stage.name, {"candidates": p}, inputs, p.seed,
                       paths.stage_metrics(domain, "candidates")) as out:  # fmt: skip
-        candidates, failed = generate_candidates(make_agent(policy, domain), tasks, trajectories, states, p.n, p.seed)
+        candidates, failed = generate_candidates(make_model_agent(policy), tasks, trajectories, states, p.n, p.seed)
         states.write_parquet(out.dir / "states.parquet")
         candidates.write_parquet(out.dir / "candidates.parquet")
         answers = candidates["message"].str.contains(ANSWER_MARKER, literal=True)

@@ -1,4 +1,4 @@
-"""Stage `critic@<domain>-<name>`: a SWEET-RL critic (DESIGN.md §2 step 3).
+"""Stage `critic@<domain>-<name>`: a SWEET-RL critic (docs/algorithm.md, step 3).
 
 `python -m stages.critic DOMAIN NAME` reads params `critics.NAME`, the domain's training tasks (for
 each task's reference solution, the training-time information), its offline rollouts, their
@@ -16,48 +16,40 @@ per-turn log-probs of the training sequences, computed once; `training_config.js
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import polars as pl
 import torch
 
+from stages._common import begin
 from sweetflow import paths
 from sweetflow.artifacts import stage_output, write_json
-from sweetflow.domains import read_domain_tasks
 from sweetflow.errors import InputError, run_stage
-from sweetflow.models.checkpoint import load_checkpoint, save_checkpoint
-from sweetflow.models.data import split_by_task
-from sweetflow.models.preference_trainer import train_preference
-from sweetflow.models.sequences import context_length
-from sweetflow.models.training import live_report, relaunch_under_accelerate, set_threads
-from sweetflow.params import load_params
-from sweetflow.preference import PreferenceLoss, reference_segment_logps
-from sweetflow.training_data import trajectory_pair_data
+from sweetflow.models.checkpoint import load_checkpoint, pad_id, save_checkpoint
+from sweetflow.rl.logprobs import reference_segment_logps
+from sweetflow.rl.loop import launch, live_report
+from sweetflow.rl.loss import PreferenceLoss
+from sweetflow.rl.preference import train_preference
+from sweetflow.rl.sequences import context_length, trajectory_pair_data
+from sweetflow.rl.sft import split_by_task
+from sweetflow.tables import read_tasks
 
 HOLDOUT_SHARE = 0.1  # of the tasks with pairs: their pairs only measure the critic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("domain", choices=("backend", "frontend"))
-    parser.add_argument("name", help="a key of `critics` in params.yaml")
-    args = parser.parse_args()
-    domain, name = args.domain, args.name
-    params = load_params()
-    if name not in params.critics:
-        raise InputError(f"params.yaml: critics: no critic named {name!r}; defined: {sorted(params.critics)}")
-    p = params.critics[name]
-    relaunch_under_accelerate(p, "stages.critic", [domain, name])
-    set_threads(p)
+    stage = begin("critic", __doc__, item="critics")
+    domain, name = stage.domain, stage.item
+    p, engine = stage.params.critics[name], stage.params.training
+    launch(engine)
 
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
     pairs_file, base = f"{paths.trajectory_pairs(domain)}/pairs.parquet", paths.base_model(domain)
-    tasks = {t["task_id"]: t for t in read_domain_tasks(domain, "train")}
+    tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     trajectories = pl.read_parquet(rollout)
     pairs = pl.read_parquet(pairs_file)
     model, tokenizer = load_checkpoint(base)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    pad = pad_id(tokenizer)
     held = split_by_task([{"task_id": t} for t in pairs["task_id"].unique().sort()], HOLDOUT_SHARE, p.seed)
     scoring = "turns" if p.per_turn else "all"
 
@@ -65,7 +57,7 @@ def main() -> None:
         data, keys, dropped = trajectory_pair_data(
             tokenizer, tasks, trajectories, part, p.training_info, scoring, context_length(tokenizer, model.config)
         )
-        ref = reference_segment_logps(model, data.sequences, p.batch_size, pad_id) if data.sequences else None
+        ref = reference_segment_logps(model, data.sequences, p.batch_size, pad) if data.sequences else None
         return data, keys, dropped, ref
 
     train, keys, dropped, ref = build(pairs.filter(~pl.col("task_id").is_in(held)))
@@ -85,20 +77,23 @@ def main() -> None:
     }
     loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef)
     with live_report(paths.stage_report(domain, "critics", name)) as live:
-        model, state, summary = train_preference(
-            model, train, ref, loss, p, pad_id, live, f"critic {name}", (holdout, held_ref) if held_ref else None
+        fitted = train_preference(
+            model, train, ref, loss, p, engine, pad, live, f"critic {name}", (holdout, held_ref) if held_ref else None
         )
-        if model is None:  # not the main process
+        if fitted.model is None:  # not the main process
             return
-        with stage_output(paths.critic(domain, name), f"critic@{domain}-{name}", {f"critics.{name}": p},
-                          [tasks_file, rollout, pairs_file, base], p.seed) as out:  # fmt: skip
-            save_checkpoint(model, tokenizer, out.dir, state_dict=state)
+        sections = {f"critics.{name}": p, "training": engine}
+        with stage_output(paths.critic(domain, name), stage.name, sections, [tasks_file, rollout, pairs_file, base],
+                          p.seed) as out:  # fmt: skip
+            save_checkpoint(fitted.model, tokenizer, out.dir, state_dict=fitted.state)
             torch.save({"keys": keys, "sums": ref.sums, "counts": ref.counts}, out.dir / "reference_logps.pt")
-            write_json(out.dir / "training_config.json", {"critic": p.model_dump(mode="json"), "data": data, "training": summary})
+            config = {"critic": p.model_dump(mode="json"), "data": data, "training": fitted.summary}
+            write_json(out.dir / "training_config.json", config)
+            out.run["training"] = fitted.timing
         metrics = json.loads((live / "metrics.json").read_text())
-        accuracy = summary.get("eval_rewards/accuracies_final")  # DVCLive nests it under its slash
+        accuracy = fitted.summary.get("eval_rewards/accuracies_final")  # DVCLive nests it under its slash
         write_json(live / "metrics.json", {**metrics, **data, "heldout_accuracy": accuracy})
-    print(json.dumps({"data": data, "training": summary}, indent=2))
+    print(json.dumps({"data": data, "training": {**fitted.summary, **fitted.timing}}, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Stage `critic_check@<domain>-<critic>`: how often the critic's ranking of two candidates agrees
-with their outcomes when both are played out to the end (sweetflow.agreement).
+with their outcomes when both are played out to the end (sweetflow.rl.critic_check).
 
 `python -m stages.critic_check DOMAIN CRITIC` reads params `critic_check`, `candidates.policy` (it
 plays the episodes out), `DOMAIN.simulator`, `DOMAIN.scoring`, `episodes`, the ranked candidates of
@@ -11,43 +11,40 @@ candidate; `trajectories.parquet`: the continuations; `manifest.json`) and
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import polars as pl
 
+from stages._common import begin, with_checkpoint
+from stages._episodes import episode_sections
 from sweetflow import paths
-from sweetflow.agreement import ReplayAgent, agreement, continuation_tasks, pick_extremes
+from sweetflow.agents.replay import ReplayAgent
 from sweetflow.artifacts import checkpoint_path, stage_output
-from sweetflow.domains import make_agent, read_domain_tasks
+from sweetflow.domain import get_domain
 from sweetflow.errors import run_stage
-from sweetflow.params import load_params
-from sweetflow.rollout import collect, episode_sections, with_checkpoint
+from sweetflow.rl.critic_check import agreement, continuation_tasks, pick_extremes
+from sweetflow.rollout.engine import collect
+from sweetflow.tables import read_tasks
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("domain", choices=("backend", "frontend"))
-    parser.add_argument("critic", help="a key of `critics` in params.yaml")
-    args = parser.parse_args()
-    domain, name = args.domain, args.critic
-    params = load_params()
+    stage = begin("critic_check", __doc__, item="critics")
+    domain, name, params = stage.domain, stage.item, stage.params
     p, policy = params.critic_check, with_checkpoint(params.candidates.policy, domain)
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
     candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
     ranked_file = f"{paths.ranked(domain, name)}/candidates.parquet"
-    stage = f"critic_check@{domain}-{name}"
     sections = {"critic_check": p, "candidates.policy": params.candidates.policy, **episode_sections(params, domain)}
     inputs = [tasks_file, rollout, candidates_file, ranked_file] + ([policy.checkpoint] if policy.checkpoint else [])
-    tasks = {t["task_id"]: t for t in read_domain_tasks(domain, "train")}
+    tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     candidates = pl.read_parquet(candidates_file)
     picked = pick_extremes(pl.read_parquet(ranked_file), p.states, p.seed)
     episode_tasks, scripts = continuation_tasks(picked, candidates, pl.read_parquet(rollout), tasks)
-    progress = checkpoint_path(stage, sections, inputs)
-    with stage_output(paths.critic_check(domain, name), stage, sections, inputs, p.seed,
+    progress = checkpoint_path(stage.name, sections, inputs)
+    with stage_output(paths.critic_check(domain, name), stage.name, sections, inputs, p.seed,
                       paths.stage_metrics(domain, "critic_check", name)) as out:  # fmt: skip
-        agent = ReplayAgent(scripts, make_agent(policy, domain))
-        outcomes = collect(episode_tasks, agent, params, domain, p.rollouts, p.seed, progress, stage)
+        agent = ReplayAgent(scripts, get_domain(domain).make_agent(policy))
+        outcomes = collect(episode_tasks, agent, params, domain, p.rollouts, p.seed, progress, stage.name)
         picked.write_parquet(out.dir / "picked.parquet")
         outcomes.write_parquet(out.dir / "trajectories.parquet")
         out.metrics.update(agreement(picked, outcomes), rollouts_per_candidate=p.rollouts)

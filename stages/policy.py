@@ -1,4 +1,4 @@
-"""Stage `policy@<domain>-<name>`: a trained policy, one checkpoint per seed of `seeds` (DESIGN.md §2
+"""Stage `policy@<domain>-<name>`: a trained policy, one checkpoint per seed of `seeds` (docs/algorithm.md,
 step 7 and the paper's baselines). Every method starts from the domain's base model and trains on
 its own view of the dialogue (no training-time information):
 
@@ -17,7 +17,6 @@ summary; `plots/seed<k>/`: DVCLive curves).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -25,40 +24,32 @@ import shutil
 import polars as pl
 import torch
 
+from stages._common import begin
 from sweetflow import paths
 from sweetflow.artifacts import stage_output, write_json
-from sweetflow.domains import read_domain_tasks
 from sweetflow.errors import InputError, run_stage
-from sweetflow.models.checkpoint import load_checkpoint, save_checkpoint
-from sweetflow.models.data import encode_chats
-from sweetflow.models.preference_trainer import train_preference
-from sweetflow.models.sequences import context_length
-from sweetflow.models.sft import train_sft
-from sweetflow.models.training import live_report, relaunch_under_accelerate, set_threads
-from sweetflow.params import load_params
-from sweetflow.preference import PreferenceLoss, reference_segment_logps
-from sweetflow.training_data import step_pair_data, successful_chats, trajectory_pair_data
+from sweetflow.models.checkpoint import load_checkpoint, pad_id, save_checkpoint
+from sweetflow.rl.logprobs import reference_segment_logps
+from sweetflow.rl.loop import launch, live_report
+from sweetflow.rl.loss import PreferenceLoss
+from sweetflow.rl.preference import train_preference
+from sweetflow.rl.sequences import context_length, step_pair_data, successful_chats, trajectory_pair_data
+from sweetflow.rl.sft import encode_chats, train_sft
+from sweetflow.tables import read_tasks
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("domain", choices=("backend", "frontend"))
-    parser.add_argument("name", help="a key of `policies` in params.yaml")
-    args = parser.parse_args()
-    domain, name = args.domain, args.name
-    params = load_params()
-    if name not in params.policies:
-        raise InputError(f"params.yaml: policies: no policy named {name!r}; defined: {sorted(params.policies)}")
-    p = params.policies[name]
-    relaunch_under_accelerate(p, "stages.policy", [domain, name])
-    set_threads(p)
+    stage = begin("policy", __doc__, item="policies")
+    domain, name, params = stage.domain, stage.item, stage.params
+    p, engine = params.policies[name], params.training
+    launch(engine)
 
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
     base_dir = paths.base_model(domain)
-    tasks = {t["task_id"]: t for t in read_domain_tasks(domain, "train")}
+    tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     trajectories = pl.read_parquet(rollout)
     base, tokenizer = load_checkpoint(base_dir)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    pad = pad_id(tokenizer)
     max_length = context_length(tokenizer, base.config)
     inputs = [tasks_file, rollout, base_dir]
     if p.method == "rft":
@@ -85,29 +76,29 @@ def main() -> None:
             )
         if not pairs.pairs:
             raise InputError(f"{inputs[-1]}: no preference pair to train on")
-        ref = reference_segment_logps(base, pairs.sequences, p.batch_size, pad_id)
+        ref = reference_segment_logps(base, pairs.sequences, p.batch_size, pad)
         data = {"train_pairs": len(pairs.pairs), "pairs_too_long": dropped, "train_tokens_per_epoch": pairs.tokens()}
         examples = None
     del base  # each seed starts from a fresh copy
 
-    summaries = {}
+    summaries, timings = {}, {}
+    sections = {f"policies.{name}": p, "seeds": params.seeds, "training": engine}
     with live_report(paths.stage_report(domain, "policies", name)) as live, stage_output(
-        paths.policy(domain, name), f"policy@{domain}-{name}", {f"policies.{name}": p, "seeds": params.seeds}, inputs,
-        p.seed,
+        paths.policy(domain, name), stage.name, sections, inputs, p.seed
     ) as out:  # fmt: skip
         for seed in params.seeds:
             run = p.model_copy(update={"seed": p.seed + seed})
             model, _ = load_checkpoint(base_dir)
             seed_live = live / f".seed{seed}"
             if p.method == "rft":
-                model, state, summary = train_sft(model, examples, [], run, pad_id, seed_live)
+                fitted = train_sft(model, examples, [], run, engine, pad, seed_live)
             else:
                 loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef)
-                model, state, summary = train_preference(model, pairs, ref, loss, run, pad_id, seed_live, f"{name} seed {seed}")
-            if model is None:  # not the main process
+                fitted = train_preference(model, pairs, ref, loss, run, engine, pad, seed_live, f"{name} seed {seed}")
+            if fitted.model is None:  # not the main process
                 continue
-            save_checkpoint(model, tokenizer, out.dir / f"seed{seed}", state_dict=state)
-            summaries[str(seed)] = summary
+            save_checkpoint(fitted.model, tokenizer, out.dir / f"seed{seed}", state_dict=fitted.state)
+            summaries[str(seed)], timings[str(seed)] = fitted.summary, fitted.timing
             (live / "plots").mkdir(parents=True, exist_ok=True)
             os.replace(seed_live / "plots", live / "plots" / f"seed{seed}")
             shutil.rmtree(seed_live)
@@ -115,7 +106,8 @@ def main() -> None:
             torch.save({"sums": ref.sums, "counts": ref.counts}, out.dir / "reference_logps.pt")
         write_json(out.dir / "training_config.json", {"policy": p.model_dump(mode="json"), "seeds": params.seeds, "data": data})
         write_json(live / "metrics.json", {"method": p.method, "data": data, "seeds": summaries})
-    print(json.dumps({"data": data, "seeds": summaries}, indent=2))
+        out.run["training"] = timings
+    print(json.dumps({"data": data, "seeds": summaries, "timing": timings}, indent=2))
 
 
 if __name__ == "__main__":

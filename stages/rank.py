@@ -1,4 +1,4 @@
-"""Stage `rank@<domain>-<critic>`: the critic's score of every candidate action (DESIGN.md §2 step 5).
+"""Stage `rank@<domain>-<critic>`: the critic's score of every candidate action (docs/algorithm.md, step 5).
 
 `python -m stages.rank DOMAIN CRITIC` reads params `rank` and `critics.CRITIC`, the domain's
 candidates, training tasks, offline rollouts (the states), the critic and the base model. Each candidate
@@ -15,39 +15,30 @@ baseline mean log-probs; `manifest.json`) and `reports/DOMAIN/stages/ranked/CRIT
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import polars as pl
 
+from stages._common import begin
 from sweetflow import paths
 from sweetflow.artifacts import stage_output
-from sweetflow.domains import read_domain_tasks
-from sweetflow.errors import InputError, run_stage
-from sweetflow.models.checkpoint import load_checkpoint
-from sweetflow.models.sequences import context_length
-from sweetflow.params import load_params
-from sweetflow.preference import reference_segment_logps
-from sweetflow.training_data import candidate_sequences
+from sweetflow.errors import run_stage
+from sweetflow.models.checkpoint import load_checkpoint, pad_id
+from sweetflow.rl.logprobs import reference_segment_logps
+from sweetflow.rl.sequences import candidate_sequences, context_length
+from sweetflow.tables import read_tasks
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("domain", choices=("backend", "frontend"))
-    parser.add_argument("critic", help="a key of `critics` in params.yaml")
-    args = parser.parse_args()
-    domain, name = args.domain, args.critic
-    params = load_params()
-    if name not in params.critics:
-        raise InputError(f"params.yaml: critics: no critic named {name!r}; defined: {sorted(params.critics)}")
+    stage = begin("rank", __doc__, item="critics")
+    domain, name, params = stage.domain, stage.item, stage.params
     p, critic_params = params.rank, params.critics[name]
     critic_dir, base = paths.critic(domain, name), paths.base_model(domain)
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
     candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
-    tasks = {t["task_id"]: t for t in read_domain_tasks(domain, "train")}
+    tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     candidates = pl.read_parquet(candidates_file)
     critic, tokenizer = load_checkpoint(critic_dir)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     sequences = candidate_sequences(
         tokenizer, tasks, pl.read_parquet(rollout), candidates, critic_params.training_info,
         context_length(tokenizer, critic.config),
@@ -57,13 +48,13 @@ def main() -> None:
     kept_sequences = [s for s in sequences if s is not None]
     sections = {"rank": p, f"critics.{name}": critic_params}
     inputs = [tasks_file, rollout, candidates_file, critic_dir] + ([base] if p.baseline == "reference" else [])
-    with stage_output(paths.ranked(domain, name), f"rank@{domain}-{name}", sections, inputs,
+    with stage_output(paths.ranked(domain, name), stage.name, sections, inputs,
                       metrics=paths.stage_metrics(domain, "ranked", name)) as out:  # fmt: skip
-        mine = reference_segment_logps(critic, kept_sequences, p.batch_size, pad_id)
+        mine = reference_segment_logps(critic, kept_sequences, p.batch_size, pad_id(tokenizer))
         critic_mean = (mine.sums[:, 0] / mine.counts[:, 0].clamp(min=1)).tolist()
         if p.baseline == "reference":
             base_model, _ = load_checkpoint(base)
-            ref = reference_segment_logps(base_model, kept_sequences, p.batch_size, pad_id)
+            ref = reference_segment_logps(base_model, kept_sequences, p.batch_size, pad_id(tokenizer))
             baseline = (ref.sums[:, 0] / ref.counts[:, 0].clamp(min=1)).tolist()
         else:
             baseline = kept["logprob_mean"].to_list()

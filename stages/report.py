@@ -15,7 +15,9 @@ from pathlib import Path
 from sweetflow.artifacts import stage_output, write_json
 from sweetflow.errors import run_stage
 from sweetflow.params import DOMAINS, load_params
-from sweetflow.report import find_curves, plot_curves, plot_methods, read_domain, render_markdown, results_data
+from sweetflow.report.markdown import render_markdown, results_data
+from sweetflow.report.plots import plot_curves, plot_methods
+from sweetflow.report.read import find_curves, read_domain
 
 REPORTS = Path("reports")
 SUMMARY = REPORTS / "summary"

@@ -13,32 +13,30 @@ The benchmark's sanity check and the ceiling of every method.
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import polars as pl
 
+from stages._common import begin
 from sweetflow import paths
 from sweetflow.artifacts import stage_output
-from sweetflow.domains import open_domain, read_domain_tasks
+from sweetflow.domain import get_domain
 from sweetflow.errors import run_stage
-from sweetflow.params import load_params
-from sweetflow.rollout import summarize_episodes
+from sweetflow.rollout.metrics import summarize_episodes
+from sweetflow.tables import read_tasks
 
 METHOD = "reference"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("domain", choices=("backend", "frontend"))
-    domain = parser.parse_args().domain
-    params = load_params()
-    tasks = read_domain_tasks(domain, "test")
+    stage = begin("score_references", __doc__)
+    domain, params = stage.domain, stage.params
+    tasks = read_tasks(domain, "test")
     table = paths.task_table(domain, "test")
     sections = {f"{domain}.scoring": params.domain(domain).scoring}
-    with stage_output(paths.evaluation(domain, METHOD), f"score_references@{domain}", sections, [table],
+    with stage_output(paths.evaluation(domain, METHOD), stage.name, sections, [table],
                       metrics=paths.method_metrics(domain, METHOD)) as out:  # fmt: skip
-        with open_domain(params, domain) as runtime:
+        with get_domain(domain).open(params) as runtime:
             scores = runtime.score(tasks, [t["ground_truth"] for t in tasks])
         frame = pl.DataFrame(
             {

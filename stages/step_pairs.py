@@ -1,35 +1,30 @@
-"""Stage `step_pairs@<domain>-<critic>`: step-level preference pairs from ranked candidates (DESIGN.md §2 step 6).
+"""Stage `step_pairs@<domain>-<critic>`: step-level preference pairs from ranked candidates (docs/algorithm.md, step 6).
 
 `python -m stages.step_pairs DOMAIN CRITIC` reads params `step_pairs` and
 `data/DOMAIN/ranked/CRITIC/`; per state it draws `num_pairs` (chosen from the top half, rejected
-from the bottom half) pairs with a strict score gap (`sweetflow.pairs.step_pairs`). Writes
+from the bottom half) pairs with a strict score gap (`sweetflow.rl.pairs.step_pairs`). Writes
 `data/DOMAIN/step_pairs/CRITIC/pairs.parquet` and `reports/DOMAIN/stages/step_pairs/CRITIC/metrics.json`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import polars as pl
 
+from stages._common import begin
 from sweetflow import paths
 from sweetflow.artifacts import stage_output
 from sweetflow.errors import run_stage
-from sweetflow.pairs import step_pairs
-from sweetflow.params import load_params
+from sweetflow.rl.pairs import step_pairs
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("domain", choices=("backend", "frontend"))
-    parser.add_argument("critic", help="a key of `critics` in params.yaml")
-    args = parser.parse_args()
-    domain, name = args.domain, args.critic
-    p = load_params().step_pairs
+    stage = begin("step_pairs", __doc__, item="critics")
+    domain, name, p = stage.domain, stage.item, stage.params.step_pairs
     ranked_file = f"{paths.ranked(domain, name)}/candidates.parquet"
     ranked = pl.read_parquet(ranked_file)
-    with stage_output(paths.step_pairs(domain, name), f"step_pairs@{domain}-{name}", {"step_pairs": p}, [ranked_file],
+    with stage_output(paths.step_pairs(domain, name), stage.name, {"step_pairs": p}, [ranked_file],
                       p.seed, paths.stage_metrics(domain, "step_pairs", name)) as out:  # fmt: skip
         pairs = step_pairs(ranked, p.num_pairs, p.seed)
         pairs.write_parquet(out.dir / "pairs.parquet")

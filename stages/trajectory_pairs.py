@@ -1,7 +1,7 @@
 """Stage `trajectory_pairs@<domain>`: preferences between trajectories of the same task (SWEET-RL step 2).
 
 `python -m stages.trajectory_pairs DOMAIN` reads params `pairs` and the domain's offline rollouts;
-backend pairs follow ColBench's backend rule, frontend pairs its frontend rule (`sweetflow.pairs`).
+backend pairs follow ColBench's backend rule, frontend pairs its frontend rule (`sweetflow.rl.pairs`).
 Writes `data/DOMAIN/trajectory_pairs/` (`pairs.parquet`: task_id, chosen and rejected sample and
 reward; `manifest.json`) and `reports/DOMAIN/stages/trajectory_pairs/metrics.json` (pairs, tasks with
 a pair, tasks rolled out).
@@ -9,26 +9,23 @@ a pair, tasks rolled out).
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import polars as pl
 
+from stages._common import begin
 from sweetflow import paths
 from sweetflow.artifacts import stage_output
 from sweetflow.errors import run_stage
-from sweetflow.pairs import trajectory_pairs
-from sweetflow.params import load_params
+from sweetflow.rl.pairs import trajectory_pairs
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("domain", choices=("backend", "frontend"))
-    domain = parser.parse_args().domain
-    p = load_params().pairs
+    stage = begin("trajectory_pairs", __doc__)
+    domain, p = stage.domain, stage.params.pairs
     rollout = paths.trajectories(domain, "rollout")
     trajectories = pl.read_parquet(rollout)
-    with stage_output(paths.trajectory_pairs(domain), f"trajectory_pairs@{domain}", {"pairs": p}, [rollout],
+    with stage_output(paths.trajectory_pairs(domain), stage.name, {"pairs": p}, [rollout],
                       metrics=paths.stage_metrics(domain, "trajectory_pairs")) as out:  # fmt: skip
         pairs = trajectory_pairs(trajectories, domain, p.success_reward, p.min_gap)
         pairs.write_parquet(out.dir / "pairs.parquet")

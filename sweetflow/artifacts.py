@@ -2,9 +2,14 @@
 
 A stage writes into a temporary sibling directory and renames it into place only when everything,
 including `manifest.json`, is written. A killed stage leaves at most a `.tmp-*` directory behind,
-never a half artifact at the declared path. The manifest records what `sweetflow lineage` checks:
-the stage, its validated params, a content hash of every input and of the output itself, the code
-version, package versions, the seed and the wall time.
+never a half artifact at the declared path.
+
+The manifest records what `sweetflow lineage` checks: the stage, its validated params, a content
+hash of every input and of the output itself, and the seed. It holds nothing else, so that the same
+inputs, params and code give the same bytes, and DVC's early cut-off works: a stage rerun with an
+identical result leaves every stage after it up to date. What differs from run to run (when it
+started and how long it took, the commit, the packages, the machine and its CPU) goes to the
+stage's run record, `reports/runs/<stage>.json`: small, not cached by DVC, committed with git.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +30,8 @@ from typing import Iterator
 
 import psutil
 from pydantic import BaseModel
+
+from sweetflow import paths
 
 MANIFEST = "manifest.json"
 # Files in an output directory that are bookkeeping, not data: our manifest (it holds wall times)
@@ -76,6 +84,31 @@ def code_version() -> dict:
     return {"git_commit": commit, "dirty": bool(status) if status is not None else None}
 
 
+def machine() -> dict:
+    """The facts of this machine that decide float results: the CPU, its vector instructions and the
+    threads. Runs of the same inputs agree bit for bit only on the same CPU type and thread count."""
+    cpu, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                cpu = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    except OSError:  # not Linux
+        pass
+    vector = sorted(f for f in flags if f.startswith(("avx", "amx", "fma")) or f in ("sse4_2", "f16c"))
+    torch = sys.modules.get("torch")
+    return {
+        "cpu": cpu,
+        "vector_instructions": vector,
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads() if torch else None,
+        "host": platform.node(),
+        "system": platform.platform(),
+    }
+
+
 def package_versions() -> dict:
     versions = {"python": platform.python_version()}
     for name in PACKAGES:
@@ -101,10 +134,12 @@ def write_json(path: Path, obj: object) -> None:
 
 @dataclass
 class StageOutput:
-    """What a stage fills inside `stage_output`: files in `dir`, numbers in `metrics`."""
+    """What a stage fills inside `stage_output`: files in `dir`, numbers in `metrics`, and in `run`
+    the facts of this run that differ between runs of the same inputs (such as training time)."""
 
     dir: Path
     metrics: dict = field(default_factory=dict)
+    run: dict = field(default_factory=dict)
 
 
 @contextmanager
@@ -121,8 +156,8 @@ def stage_output(
     `params` maps each params.yaml section the stage reads to its validated model; `inputs` are the
     data files and directories it reads. With `metrics`, the filled `metrics` dict is written to
     that JSON file too: it lives apart from `out` so that DVC can declare it a metrics file
-    (`cache: false`, committed to git); the manifest records its hash. The manifest's `started` and
-    `wall_time_s` are those of the stage's process, imports and work done before the output was
+    (`cache: false`, committed to git); the manifest records its hash. The run record's `started`
+    and `wall_time_s` are those of the stage's process, imports and work done before the output was
     opened (such as training) included: the time the stage costs a run of the DAG.
 
     On an exception the temporary directory is removed and what was at `out` stays as it was.
@@ -151,20 +186,43 @@ def stage_output(
             "metrics": metrics_files,
             "params": {section: _plain(value) for section, value in params.items()},
             "inputs": input_hashes,
-            "code": code_version(),
-            "packages": package_versions(),
             "seed": seed,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-            "wall_time_s": round(time.time() - started, 3),
         }
         write_json(tmp / MANIFEST, manifest)
         _replace_dir(tmp, out)
         if metrics is not None:
             os.replace(metrics_tmp, metrics)
+        write_run_record(stage, {
+            "stage": stage,
+            "output": out.as_posix(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "wall_time_s": round(time.time() - started, 3),
+            "code": code_version(),
+            "packages": package_versions(),
+            "machine": machine(),
+            **result.run,
+        })  # fmt: skip
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if metrics is not None:
             Path(metrics).with_name(f".{Path(metrics).name}.tmp-{os.getpid()}").unlink(missing_ok=True)
+
+
+def write_run_record(stage: str, record: dict) -> None:
+    """Write `reports/runs/<stage>.json` whole (temporary file, then rename)."""
+    path = Path(paths.run_record(stage))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        write_json(tmp, record)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_run_record(stage: str, root: Path | str = ".") -> dict | None:
+    path = Path(root) / paths.run_record(stage)
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def checkpoint_path(stage: str, params: dict[str, BaseModel | object], inputs: list[Path | str]) -> Path:

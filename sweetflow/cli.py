@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
+from sweetflow.artifacts import read_run_record
 from sweetflow.errors import InputError
 
 console = Console()
@@ -31,8 +32,8 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     from sweetflow import lineage
 
     node = lineage.trace(args.path, args.root)
-    tree = Tree(_label(node))
-    _grow(tree, node)
+    tree = Tree(_label(node, args.root))
+    _grow(tree, node, args.root)
     console.print(tree)
     problems = node.all_problems()
     if not args.no_dvc:
@@ -46,34 +47,40 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     return 0
 
 
-def _label(node) -> str:
+def _label(node, root: Path) -> str:
     if node.manifest is None:
         return f"[cyan]{node.path}[/] (source)"
     m = node.manifest
-    code = m.get("code", {})
+    run = read_run_record(m.get("stage", ""), root) or {}
+    code = run.get("code", {})
     commit = (code.get("git_commit") or "no commit")[:10] + (" dirty" if code.get("dirty") else "")
     params = ", ".join(m.get("params", {})) or "none"
     mark = "[red]✗[/]" if node.problems else "[green]✓[/]"
     return (
         f"{mark} [bold]{node.path}[/] ← stage [magenta]{m.get('stage')}[/]  "
-        f"params: {params}  code: {commit}  seed: {m.get('seed')}  {m.get('wall_time_s')} s"
+        f"params: {params}  code: {commit}  seed: {m.get('seed')}  {run.get('wall_time_s', '?')} s"
     )
 
 
-def _grow(tree: Tree, node) -> None:
+def _grow(tree: Tree, node, root: Path) -> None:
     for parent in node.parents:
-        _grow(tree.add(_label(parent)), parent)
+        _grow(tree.add(_label(parent, root)), parent, root)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from sweetflow.params import RenderParams, SimilarityParams
+    from sweetflow.params import load_params
     from sweetflow.scorefile import score_file
 
     if args.metric == "clip" and args.clip_checkpoint is None:
         raise InputError("--metric clip needs --clip-checkpoint DIR (a local CLIP checkpoint)")
-    render = RenderParams(pages=args.workers) if args.workers else RenderParams()
-    similarity = SimilarityParams(metric=args.metric, clip_checkpoint=args.clip_checkpoint)
-    summary = score_file(args.file, args.domain, out=args.out, workers=args.workers, render=render, similarity=similarity)
+    params = load_params(args.params)
+    workers = {"workers": args.workers} if args.workers else {}
+    sandbox = params.backend.scoring.model_copy(update=workers)
+    render = params.frontend.scoring.render.model_copy(update={"pages": args.workers} if args.workers else {})
+    similarity = params.frontend.scoring.similarity.model_copy(
+        update={"metric": args.metric, "clip_checkpoint": args.clip_checkpoint}
+    )
+    summary = score_file(args.file, args.domain, args.out, sandbox, render, similarity)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -81,7 +88,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from sweetflow.trajectory_io import export_official
+    from sweetflow.colbench import export_official
 
     n = export_official(pl.read_parquet(args.trajectories), pl.read_parquet(args.tasks), args.out)
     console.print(f"wrote {n} trajectories to {args.out}")
@@ -89,7 +96,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from sweetflow.trajectory_io import import_official
+    from sweetflow.colbench import import_official
 
     trajectories, tasks = import_official(args.file)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -117,8 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=Path)
     p.add_argument("--domain", choices=["backend", "frontend"], required=True)
     p.add_argument("--out", type=Path, help="also write per-row scores here (.jsonl or .parquet)")
+    p.add_argument("--params", type=Path, default=Path("params.yaml"),
+                   help="the sandbox's limits and the renderer's settings are those of this file (backend.scoring, "
+                        "frontend.scoring)")  # fmt: skip
     p.add_argument(
-        "--workers", type=int, default=0, help="backend: sandbox workers (0: one per core); frontend: browser pages (0: 2)"
+        "--workers", type=int, default=0, help="backend: sandbox workers; frontend: browser pages (0: as in --params)"
     )
     p.add_argument("--metric", choices=["pixels", "clip"], default="pixels", help="frontend: similarity metric")
     p.add_argument("--clip-checkpoint", type=Path, help="frontend, metric clip: a local CLIP checkpoint directory")

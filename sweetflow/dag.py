@@ -1,15 +1,25 @@
-"""The pipeline as `dvc.yaml` defines it, resolved by DVC's own parser.
+"""The pipeline as `dvc.yaml` defines it, resolved by DVC's own parser, and the code each stage runs.
 
 The Snakefile builds its rules from `load_stages()`, so `foreach`/`matrix` stages and `${}`
 templating resolve exactly as `dvc repro` resolves them and the DAG is written once.
+`code_closure` lists the project's source files a stage's module may import, which its `deps`
+in dvc.yaml must cover (a test holds them to it).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from sweetflow.params import DOMAINS
+
+ROOT = Path(__file__).resolve().parent.parent
+FIRST_PARTY = ("sweetflow", "stages")
+MODULE_NAME = re.compile(r"(?:sweetflow|stages)(?:\.\w+)+")
 
 
 @dataclass(frozen=True)
@@ -24,6 +34,18 @@ class StageSpec:
     def rule_name(self) -> str:
         """A Snakemake rule name: DVC's address with non-identifier characters replaced."""
         return rule_name(self.name)
+
+    @property
+    def module(self) -> str | None:
+        """The stage module `cmd` runs (`python -m stages.critic backend with_info`: stages.critic)."""
+        match = re.match(r"python -m (stages\.\w+)", self.cmd)
+        return match.group(1) if match else None
+
+    @property
+    def domain(self) -> str | None:
+        """The domain the stage runs for: its module's first argument, when it names one."""
+        words = self.cmd.split()
+        return words[3] if len(words) > 3 and words[3] in DOMAINS else None
 
 
 def rule_name(stage_name: str) -> str:
@@ -83,3 +105,54 @@ def snakemake_inputs(spec: StageSpec, produced: set[str]) -> list[str]:
         else:
             inputs.append(dep)
     return inputs
+
+
+def code_closure(module: str, domains: Iterable[str] = DOMAINS, root: Path = ROOT) -> set[str]:
+    """The project's source files (paths relative to `root`) that running `module` may import: every
+    import in a file, at its top or inside a function, followed through the project's modules.
+    Package `__init__.py` files are left out: they hold no code (a test checks). A module that
+    calls `get_domain` may load the domain module (`sweetflow.<domain>.domain`) of each of `domains`."""
+    found: set[Path] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        path = _module_file(name, root)
+        if path is None or path in found:
+            continue
+        found.add(path)
+        tree = ast.parse(path.read_text(), str(path))
+        todo += _imported(tree)
+        if any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "get_domain" for n in ast.walk(tree)):
+            todo += [f"sweetflow.{d}.domain" for d in domains]
+    return {p.relative_to(root).as_posix() for p in found if p.name != "__init__.py"}
+
+
+def _module_file(name: str, root: Path) -> Path | None:
+    base = root.joinpath(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imported(tree: ast.AST) -> list[str]:
+    """Every first-party module an AST imports; `from a.b import c` counts a.b, and a.b.c when c is a
+    module. A string that is a module's dotted name counts too: a process started with `python -m`
+    (the sandbox worker) or a module preloaded by a forkserver runs that module's code."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
+            names.append(node.value)
+    return [n for n in names if n.split(".")[0] in FIRST_PARTY]
+
+
+def uncovered_code(spec: StageSpec, root: Path = ROOT) -> list[str]:
+    """The project's source files the stage's module may run that none of its `deps` covers (a
+    dependency covers a file when it is that file or a directory holding it)."""
+    domains = [spec.domain] if spec.domain else list(DOMAINS)
+    code = code_closure(spec.module, domains, root) if spec.module else set()
+    return sorted(path for path in code if not any(Path(path).is_relative_to(dep) for dep in spec.deps))

@@ -1,13 +1,17 @@
-"""The collaboration protocol shared by agents, simulators and the rollout engine (DESIGN.md §2).
+"""The collaboration protocol shared by agents, simulators and the rollout engine.
 
 An episode alternates agent and human messages, at most `max_turns` agent turns. It ends when the
 agent's message contains `ANSWER_MARKER` — the final answer is what follows it — or at the last
-turn, whose whole message is then the answer.
+turn, whose whole message is then the answer. An `Agent` gets the views of all live episodes at
+once and returns one turn for each (or the exception that prevented it), so that a model backend
+can batch its calls; the rollout engine knows nothing else about agents. What each party is shown
+of a dialogue is in `sweetflow.views`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 ANSWER_MARKER = "I WANT TO ANSWER:"
 AGENT, HUMAN = "agent", "human"
@@ -62,3 +66,7 @@ def final_answer(message: str) -> str | None:
     """The answer in an agent message, or None if the message doesn't give one."""
     at = message.find(ANSWER_MARKER)
     return message[at + len(ANSWER_MARKER) :].strip() if at >= 0 else None
+
+
+class Agent(Protocol):
+    def act(self, views: list[EpisodeView]) -> list[AgentTurn | Exception]: ...

@@ -1,19 +1,21 @@
 """Every knob of the pipeline: one pydantic model per section of `params.yaml`.
 
-The models are the documentation: each field carries a description, `sweetflow params` prints them
-with their effective values, and unknown or ill-typed keys stop a stage with a message naming the
-key, the value and what was expected.
+params.yaml holds every value; these models hold the types, the bounds and what each knob does
+(no defaults: a value lives in one place, and a key missing from params.yaml is an error, as is an
+unknown or ill-typed one). `sweetflow params` prints every key with its value and description;
+`dvc exp run -S key=value` changes any of them, and `dvc params diff` shows the change.
 """
 
 from __future__ import annotations
 
+import reprlib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, ClassVar, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sweetflow.errors import InputError
+from sweetflow.inputs import read_yaml
 
 PARAMS_FILE = Path("params.yaml")
 Domain = Literal["backend", "frontend"]
@@ -25,64 +27,58 @@ class Section(BaseModel):
 
 
 class SandboxParams(Section):
-    """Limits for executing untrusted code. Defaults follow ColBench (1 s per call)."""
+    """Limits for executing untrusted code (ColBench: 1 s per call)."""
 
-    workers: int = Field(0, ge=0, description="Worker processes; 0 means one per CPU core.")
-    call_timeout_s: float = Field(1.0, gt=0, description="Time limit of one test call (ColBench: 1 s).")
-    task_timeout_s: float = Field(20.0, gt=0, description="Wall-clock bound for one answer and all its test calls.")
-    cpu_s: int = Field(15, ge=1, description="CPU-seconds limit (RLIMIT_CPU) of one answer's process.")
-    memory_mb: int = Field(1024, ge=64, description="Address-space limit (RLIMIT_AS) of one answer's process, MiB.")
-    file_size_mb: int = Field(8, ge=0, description="Largest file an answer may write in its temporary directory, MiB.")
-    open_files: int = Field(32, ge=8, description="Open file descriptors allowed to an answer (RLIMIT_NOFILE).")
-    max_output_bytes: int = Field(1_000_000, ge=1024, description="Most bytes of encoded outputs accepted from one answer.")
+    workers: int = Field(ge=0, description="Worker processes; 0 means one per CPU core.")
+    call_timeout_s: float = Field(gt=0, description="Time limit of one test call (ColBench: 1 s).")
+    task_timeout_s: float = Field(gt=0, description="Wall-clock bound for one answer and all its test calls.")
+    cpu_s: int = Field(ge=1, description="CPU-seconds limit (RLIMIT_CPU) of one answer's process.")
+    memory_mb: int = Field(ge=64, description="Address-space limit (RLIMIT_AS) of one answer's process, MiB.")
+    file_size_mb: int = Field(ge=0, description="Largest file an answer may write in its temporary directory, MiB.")
+    open_files: int = Field(ge=8, description="Open file descriptors allowed to an answer (RLIMIT_NOFILE).")
+    max_output_bytes: int = Field(ge=1024, description="Most bytes of encoded outputs accepted from one answer.")
 
 
 class EndpointParams(Section):
     """An OpenAI-compatible chat endpoint: vLLM, `transformers serve`, or a hosted API."""
 
-    base_url: str = Field("http://127.0.0.1:8000/v1", description="Endpoint URL, ending in /v1.")
-    model: str = Field("default", description="Model name as the server knows it.")
+    base_url: str = Field(description="Endpoint URL, ending in /v1.")
+    model: str = Field(description="Model name as the server knows it.")
     api_key_env: str = Field(
-        "OPENAI_API_KEY",
-        description="Name of the environment variable holding the API key (the key itself never goes in params).",
+        description="Name of the environment variable holding the API key (the key itself never goes in params)."
     )
-    timeout_s: float = Field(120.0, gt=0, description="Time limit of one request.")
-    max_retries: int = Field(6, ge=0, description="Retries, with exponential backoff, of timeouts, 429s, 5xx and dropped connections.")
-    concurrency: int = Field(8, ge=1, description="Requests in flight at once.")
+    timeout_s: float = Field(gt=0, description="Time limit of one request.")
+    max_retries: int = Field(ge=0, description="Retries, with exponential backoff, of timeouts, 429s, 5xx and dropped connections.")
+    concurrency: int = Field(ge=1, description="Requests in flight at once.")
 
 
 class LlmTasksParams(Section):
     """Tasks written by an LLM from passages of a local text corpus (tasks.source 'llm')."""
 
-    endpoint: EndpointParams = Field(..., description="The endpoint of the model that writes the tasks.")
-    corpus: Path = Field(..., description="A local text file; its paragraphs are the passages the tasks start from.")
-    temperature: float = Field(0.8, ge=0, description="Sampling temperature of the writer.")
-    max_new_tokens: int = Field(1500, ge=64, description="Most tokens of one written task.")
-    max_requests: int = Field(5000, ge=1, description="Give up after this many requests in a split.")
+    endpoint: EndpointParams = Field(description="The endpoint of the model that writes the tasks.")
+    corpus: Path = Field(description="A local text file; its paragraphs are the passages the tasks start from.")
+    temperature: float = Field(ge=0, description="Sampling temperature of the writer.")
+    max_new_tokens: int = Field(ge=64, description="Most tokens of one written task.")
+    max_requests: int = Field(ge=1, description="Give up after this many requests in a split.")
 
 
 class TasksParams(Section):
     """Backend task generation or import (stage `tasks`)."""
 
     source: Literal["procedural", "colbench", "llm"] = Field(
-        "procedural",
         description="'procedural': generate offline tasks by seed; 'colbench': import official ColBench JSONL files; "
-        "'llm': have an LLM write them from a local corpus (see `llm`).",
+        "'llm': have an LLM write them from a local corpus (see `llm`)."
     )
-    seed: int = Field(0, description="Seed of the procedural generator.")
-    n_train: int = Field(
-        400, ge=0, le=10_000, description="Training tasks to generate (procedural or llm; procedural capacity 10,000)."
-    )
-    n_test: int = Field(
-        200, ge=1, le=1_000, description="Test tasks to generate (procedural or llm; procedural capacity 1,000)."
-    )
-    families: list[str] | None = Field(None, description="Restrict generation to these families; null means all.")
-    colbench_train: Path | None = Field(None, description="Official backend train JSONL, for source 'colbench'.")
-    colbench_test: Path | None = Field(None, description="Official backend test JSONL, for source 'colbench'.")
+    seed: int = Field(description="Seed of the procedural generator.")
+    n_train: int = Field(ge=0, le=10_000, description="Training tasks to generate (procedural or llm; procedural capacity 10,000).")
+    n_test: int = Field(ge=1, le=1_000, description="Test tasks to generate (procedural or llm; procedural capacity 1,000).")
+    families: list[str] | None = Field(description="Restrict generation to these families; null means all.")
+    colbench_train: Path | None = Field(description="Official backend train JSONL, for source 'colbench'.")
+    colbench_test: Path | None = Field(description="Official backend test JSONL, for source 'colbench'.")
     colbench_test_rows: int = Field(
-        1000, ge=1, description="Use the first N rows of the test file (the official test set is the first 1,000)."
+        ge=1, description="Use the first N rows of the test file (the official test set is the first 1,000)."
     )
-    llm: LlmTasksParams | None = Field(None, description="For source 'llm': the writer model and the corpus.")
+    llm: LlmTasksParams | None = Field(description="For source 'llm': the writer model and the corpus.")
 
     @model_validator(mode="after")
     def _source_needs_its_inputs(self) -> "TasksParams":
@@ -99,193 +95,213 @@ class ServedBackend(Section):
     @model_validator(mode="after")
     def _openai_needs_endpoint(self):
         if self.backend == "openai" and self.endpoint is None:
-            raise ValueError("backend 'openai' needs an endpoint (base_url, model, api_key_env)")
+            raise ValueError("backend 'openai' needs an endpoint (base_url, model, api_key_env, ...)")
         return self
 
 
 class SimulatorParams(ServedBackend):
-    """The simulated human (DESIGN.md §2-3)."""
+    """The simulated human of backend tasks: it knows the hidden facts and answers the agent's questions."""
 
     backend: Literal["scripted", "openai"] = Field(
-        "scripted", description="'scripted': offline, answers from the hidden facts; 'openai': an LLM plays the human."
+        description="'scripted': offline, answers from the hidden facts; 'openai': an LLM plays the human."
     )
-    max_reply_chars: int = Field(400, ge=1, description="Replies are cut to this many characters (ColBench: 400).")
-    max_facts: int = Field(2, ge=1, description="Scripted: most facts given in one reply.")
+    max_reply_chars: int = Field(ge=1, description="Replies are cut to this many characters (ColBench: 400).")
+    max_facts: int = Field(ge=1, description="Scripted: most facts given in one reply.")
     match_threshold: float = Field(
-        1.0, gt=0, le=1, description="Scripted: share of a fact's topic words a question must contain to get the fact."
+        gt=0, le=1, description="Scripted: share of a fact's topic words a question must contain to get the fact."
     )
-    max_new_tokens: int = Field(128, ge=1, description="Backend 'openai': most tokens generated per reply.")
-    endpoint: EndpointParams | None = Field(None, description="Backend 'openai': the endpoint serving the simulator model.")
+    max_new_tokens: int = Field(ge=1, description="Backend 'openai': most tokens generated per reply.")
+    endpoint: EndpointParams | None = Field(description="Backend 'openai': the endpoint serving the simulator model.")
 
 
-class AgentParams(ServedBackend):
-    """One agent (policy) that can be rolled out or evaluated."""
+# --- agents: one model per backend, told apart by `backend` ------------------------------------------
 
-    backend: Literal["scripted", "no_ask", "openai", "transformers"] = Field(
-        ...,
-        description="'scripted': the expert asker; 'no_ask': answers at once; 'openai': a served model; "
-        "'transformers': a local checkpoint, generating in process.",
-    )
+AGENT_BACKENDS = (
+    "'scripted': the domain's scripted expert; 'no_ask': answers at once; 'transformers': a local checkpoint, "
+    "generating in process; 'openai': a served model. Each has its own knobs."
+)
+
+
+class ScriptedAgentParams(Section):
+    """The domain's scripted expert: asks about each hidden fact (backend) or applies each difference
+    the designer names (frontend) with probability `skill`."""
+
+    checkpoint: ClassVar[None] = None  # it reads no model
+    backend: Literal["scripted"] = Field(description=AGENT_BACKENDS)
+    skill: float = Field(ge=0, le=1, description="Chance of asking about each hidden fact (the rest are guessed).")
+
+
+class NoAskAgentParams(Section):
+    """Answers at once, from the description alone (the lower bound)."""
+
+    checkpoint: ClassVar[None] = None
+    backend: Literal["no_ask"] = Field(description=AGENT_BACKENDS)
+
+
+class TransformersAgentParams(Section):
+    """A local checkpoint generating in process, in batches."""
+
+    backend: Literal["transformers"] = Field(description=AGENT_BACKENDS)
     checkpoint: str | None = Field(
-        None,
-        description="Backend 'transformers': directory of the checkpoint (a stage output); none: the domain's base "
-        "model, models/<domain>/base.",
+        description="Directory of the checkpoint (a stage output); null: the domain's base model, models/<domain>/base."
     )
-    batch_size: int = Field(32, ge=1, description="Backend 'transformers': episodes generated together in one batch.")
-    threads: int = Field(1, ge=0, description="Backend 'transformers' on CPU: torch threads for generation; 0: torch's default.")
-    skill: float = Field(
-        1.0, ge=0, le=1, description="Scripted: chance of asking about each hidden fact (the rest are guessed)."
-    )
-    temperature: float = Field(1.0, ge=0, description="Model backends: sampling temperature (paper: 1.0).")
-    top_p: float = Field(1.0, gt=0, le=1, description="Model backends: nucleus sampling mass.")
-    max_new_tokens: int = Field(512, ge=1, description="Model backends: most tokens generated per turn.")
-    endpoint: EndpointParams | None = Field(None, description="Backend 'openai': the endpoint serving the policy.")
+    batch_size: int = Field(ge=1, description="Episodes generated together in one batch.")
+    threads: int = Field(ge=0, description="Torch threads for generation on a CPU; 0: torch's default.")
+    temperature: float = Field(ge=0, description="Sampling temperature (paper: 1.0); 0 is greedy.")
+    top_p: float = Field(gt=0, le=1, description="Nucleus sampling mass.")
+    max_new_tokens: int = Field(ge=1, description="Most tokens generated per turn.")
 
 
-def default_agents() -> dict[str, AgentParams]:
-    return {
-        "expert": AgentParams(backend="scripted", skill=1.0),
-        "no_ask": AgentParams(backend="no_ask"),
-        "half_expert": AgentParams(backend="scripted", skill=0.5),
-        "demonstrator": AgentParams(backend="scripted", skill=0.8),
-    }
+class OpenAIAgentParams(Section):
+    """A policy served behind an OpenAI-compatible endpoint (vLLM, `transformers serve`, a hosted API)."""
+
+    checkpoint: ClassVar[None] = None  # the server holds the model
+    backend: Literal["openai"] = Field(description=AGENT_BACKENDS)
+    endpoint: EndpointParams = Field(description="The endpoint serving the policy.")
+    temperature: float = Field(ge=0, description="Sampling temperature (paper: 1.0); 0 is greedy.")
+    top_p: float = Field(gt=0, le=1, description="Nucleus sampling mass.")
+    max_new_tokens: int = Field(ge=1, description="Most tokens generated per turn.")
+
+
+ModelAgentParams = Annotated[TransformersAgentParams | OpenAIAgentParams, Field(discriminator="backend")]
+AgentParams = Annotated[
+    ScriptedAgentParams | NoAskAgentParams | TransformersAgentParams | OpenAIAgentParams, Field(discriminator="backend")
+]
+
+
+# --- training -------------------------------------------------------------------------------------
 
 
 class LoraParams(Section):
     """Low-rank adapters (peft) instead of full fine-tuning, for large models."""
 
-    r: int = Field(16, ge=1, description="Rank of the adapters.")
-    alpha: int = Field(32, ge=1, description="Scaling numerator (alpha / r).")
-    dropout: float = Field(0.05, ge=0, lt=1, description="Dropout on the adapter input.")
-    target_modules: list[str] = Field(
-        ["q_proj", "k_proj", "v_proj", "o_proj"], description="Module names that get adapters."
+    r: int = Field(ge=1, description="Rank of the adapters.")
+    alpha: int = Field(ge=1, description="Scaling numerator (alpha / r).")
+    dropout: float = Field(ge=0, lt=1, description="Dropout on the adapter input.")
+    target_modules: list[str] = Field(description="Module names that get adapters.")
+
+
+class TrainingParams(Section):
+    """How every model is trained (section `training`): the engine's knobs, shared by the base model,
+    the critics and the policies; each of those sets what it learns (`TrainerParams`)."""
+
+    threads: int = Field(
+        ge=0, description="Torch CPU threads for training; 0: torch's default. A fixed count keeps runs reproducible; "
+        "use 1 per stage when stages share the cores (e.g. Snakemake with --cores 2).",
+    )  # fmt: skip
+    precision: Literal["no", "bf16", "fp16"] = Field(description="Mixed precision, as accelerate names it.")
+    group_by_length: bool = Field(
+        description="Batch examples of similar length together (less padding); the order stays random."
+    )
+    gradient_checkpointing: bool = Field(description="Recompute activations to save memory (large models).")
+    lora: LoraParams | None = Field(description="Train LoRA adapters instead of all weights (large models); null: all weights.")
+    accelerate_config: str | None = Field(
+        description="An accelerate config file (DeepSpeed ZeRO-3, FSDP: configs/accelerate/) for `accelerate launch` on "
+        "GPUs; the stage relaunches itself under it. Null: one process."
     )
 
 
 class TrainerParams(Section):
-    """How a model is trained: the knobs every training stage shares (accelerate runs them all)."""
+    """What one model learns: its seed, epochs, learning rate and batch size."""
 
-    seed: int = Field(0, description="Seed of initialisation, data order and dropout.")
-    threads: int = Field(
-        2, ge=0, description="Torch CPU threads for training; 0: torch's default. A fixed count keeps runs reproducible; "
-        "use 1 per stage when stages share the cores (e.g. Snakemake with --cores 2).",
-    )
-    epochs: int = Field(1, ge=0, description="Passes over the training data.")
-    learning_rate: float = Field(3e-3, gt=0, description="Peak learning rate (linear warm-up, cosine decay).")
-    batch_size: int = Field(8, ge=1, description="Examples (SFT) or pairs (preference losses) per optimiser step, per device.")
-    precision: Literal["no", "bf16", "fp16"] = Field("no", description="Mixed precision, as accelerate names it.")
-    group_by_length: bool = Field(
-        True, description="Batch examples of similar length together (less padding); the order stays random."
-    )
-    gradient_checkpointing: bool = Field(False, description="Recompute activations to save memory (large models).")
-    lora: LoraParams | None = Field(None, description="Train LoRA adapters instead of all weights (large models).")
-    accelerate_config: str | None = Field(
-        None, description="An accelerate config file (DeepSpeed ZeRO-3, FSDP) for `accelerate launch` on GPUs."
-    )
+    seed: int = Field(description="Seed of initialisation, data order and dropout.")
+    epochs: int = Field(ge=0, description="Passes over the training data.")
+    learning_rate: float = Field(gt=0, description="Peak learning rate (linear warm-up, cosine decay).")
+    batch_size: int = Field(ge=1, description="Examples (SFT) or pairs (preference losses) per optimiser step, per device.")
 
 
 class ModelParams(TrainerParams):
     """The base policy (stage `base_model`): the embedded tiny model, or a local checkpoint."""
 
     base: str = Field(
-        "tiny",
         description="'tiny': build a tokenizer and a small Llama here and warm-start it by SFT on demonstrations; "
-        "otherwise the path of a local Hugging Face checkpoint (e.g. Llama-3.1-8B-Instruct), used as is.",
+        "otherwise the path of a local Hugging Face checkpoint (e.g. Llama-3.1-8B-Instruct), used as is."
     )
-    vocab_size: int = Field(512, ge=64, description="Tiny: byte-level BPE vocabulary size.")
-    hidden_size: int = Field(128, ge=16, description="Tiny: model width.")
+    vocab_size: int = Field(ge=64, description="Tiny: byte-level BPE vocabulary size.")
+    hidden_size: int = Field(ge=16, description="Tiny: model width.")
     intermediate_size: int | None = Field(
-        None,
-        ge=16,
-        description="Tiny: width of each MLP; None: Llama's 8/3 of the model width, rounded up to a multiple of 8.",
+        ge=16, description="Tiny: width of each MLP; null: Llama's 8/3 of the model width, rounded up to a multiple of 8."
     )
-    layers: int = Field(2, ge=1, description="Tiny: transformer blocks.")
-    heads: int = Field(4, ge=1, description="Tiny: attention heads.")
-    max_length: int = Field(512, ge=64, description="Tiny: context length; longer SFT examples are cut.")
-    epochs: int = Field(10, ge=0, description="Tiny: epochs of SFT on the demonstrations (0: random weights).")
+    layers: int = Field(ge=1, description="Tiny: transformer blocks.")
+    heads: int = Field(ge=1, description="Tiny: attention heads.")
+    max_length: int = Field(ge=64, description="Tiny: context length; longer SFT examples are cut.")
 
 
 class PreferenceParams(Section):
-    """The preference loss (sweetflow.preference): −log σ(β (s⁺ − s⁻)) + nll_coef · NLL(chosen)."""
+    """The preference loss (sweetflow.rl.loss): −log σ(β (s⁺ − s⁻)) + nll_coef · NLL(chosen)."""
 
-    beta: float = Field(0.1, gt=0, description="β of the Bradley–Terry / DPO loss (paper: 0.1).")
+    beta: float = Field(gt=0, description="β of the Bradley–Terry / DPO loss (paper: 0.1).")
     length_normalize: bool = Field(
-        True, description="Divide each segment's log-ratio by its token count (the critic's A(o_t, a_t, c); paper: on)."
+        description="Divide each segment's log-ratio by its token count (the critic's A(o_t, a_t, c); paper: on for "
+        "the critic, off for the policy)."
     )
-    nll_coef: float = Field(0.0, ge=0, description="Weight of the NLL term on chosen responses (paper's policy: 0.01).")
+    nll_coef: float = Field(ge=0, description="Weight of the NLL term on chosen responses (paper's policy: 0.01).")
 
 
 class CriticParams(TrainerParams, PreferenceParams):
-    """A SWEET-RL critic (stage `critic@<name>`, DESIGN.md §2 step 3): the base model, trained with
-    the preference loss on trajectory pairs, one segment per agent turn."""
+    """A SWEET-RL critic (stage `critic@<domain>-<name>`): the base model, trained with the preference
+    loss on trajectory pairs, one segment per agent turn."""
 
     training_info: bool = Field(
-        True,
         description="Prefix the critic's input with the training-time information (the reference solution); "
-        "false is the paper's ablation 'without training-time information'.",
+        "false is the paper's ablation 'without training-time information'."
     )
     per_turn: bool = Field(
-        True,
         description="Normalise each agent turn by its own length and sum over turns (the paper's formula); false: "
-        "one segment per trajectory, normalised by all its agent tokens (the official code's variant).",
+        "one segment per trajectory, normalised by all its agent tokens (the official code's variant)."
     )
-    epochs: int = Field(4, ge=0, description="Passes over the trajectory pairs (paper, backend: 4).")
 
 
 class CandidatesParams(Section):
-    """Fresh actions from the base policy on sampled turn states (stage `candidates`, §2 step 4)."""
+    """Fresh actions from the base policy on sampled turn states (stage `candidates`, SWEET-RL step 4)."""
 
-    share: float = Field(0.1, gt=0, le=1, description="Share of the offline turn states that get candidates (paper: 10%).")
-    n: int = Field(16, ge=2, description="Candidate actions per state (paper: 16).")
-    seed: int = Field(0, description="Seed of the state sample and of the candidates' sampling.")
-    policy: AgentParams = Field(
-        default_factory=lambda: AgentParams(backend="transformers"),
+    share: float = Field(gt=0, le=1, description="Share of the offline turn states that get candidates (paper: 10%).")
+    n: int = Field(ge=2, description="Candidate actions per state (paper: 16).")
+    seed: int = Field(description="Seed of the state sample and of the candidates' sampling.")
+    policy: ModelAgentParams = Field(
         description="The sampling policy (paper: the base model at temperature 1.0; with no checkpoint, the domain's "
-        "base model); it must return log-probs.",
+        "base model); it must return log-probs."
     )
 
 
 class RankParams(Section):
-    """The critic's scores of the candidates (stage `rank@<critic>`, §2 step 5)."""
+    """The critic's scores of the candidates (stage `rank@<domain>-<critic>`, SWEET-RL step 5)."""
 
     baseline: Literal["reference", "sampling"] = Field(
-        "reference",
         description="'reference': A = mean log π_critic − mean log π_ref, both with the training-time information "
-        "(the paper); 'sampling': minus the sampling policy's own mean log-prob, recorded without it (official code).",
+        "(the paper); 'sampling': minus the sampling policy's own mean log-prob, recorded without it (official code)."
     )
-    batch_size: int = Field(16, ge=1, description="Sequences per forward pass.")
+    batch_size: int = Field(ge=1, description="Sequences per forward pass.")
 
 
 class StepPairsParams(Section):
-    """Step-level pairs from ranked candidates (stage `step_pairs@<critic>`, §2 step 6)."""
+    """Step-level pairs from ranked candidates (stage `step_pairs@<domain>-<critic>`, SWEET-RL step 6)."""
 
-    num_pairs: int = Field(4, ge=1, description="Pairs drawn per state: chosen from the top half, rejected from the bottom (official: 4).")
-    seed: int = Field(0, description="Seed of the draws.")
+    num_pairs: int = Field(ge=1, description="Pairs drawn per state: chosen from the top half, rejected from the bottom (official: 4).")
+    seed: int = Field(description="Seed of the draws.")
 
 
 class CriticCheckParams(Section):
-    """The critic's quality (stage `critic_check@<critic>`): does the candidate it ranks higher do
-    better when both are played out to the end by the sampling policy?"""
+    """The critic's quality (stage `critic_check@<domain>-<critic>`): does the candidate it ranks
+    higher do better when both are played out to the end by the sampling policy?"""
 
-    states: int = Field(40, ge=1, description="Ranked states checked (those with two differently scored candidates).")
-    rollouts: int = Field(2, ge=1, description="Episodes played out from each of the two candidates of a state.")
-    seed: int = Field(0, description="Seed of the state sample and of the episodes.")
+    states: int = Field(ge=1, description="Ranked states checked (those with two differently scored candidates).")
+    rollouts: int = Field(ge=1, description="Episodes played out from each of the two candidates of a state.")
+    seed: int = Field(description="Seed of the state sample and of the episodes.")
 
 
 class PolicyParams(TrainerParams, PreferenceParams):
-    """One trained policy (stage `policy@<name>`), initialised from the base model, one checkpoint per seed."""
+    """One trained policy (stage `policy@<domain>-<name>`), initialised from the base model, one
+    checkpoint per seed of `seeds`."""
 
     method: Literal["rft", "mtdpo", "sweet"] = Field(
-        ...,
         description="'rft': SFT on the successful offline trajectories; 'mtdpo': DPO on the trajectory pairs, "
-        "policy's view; 'sweet': DPO on the step pairs ranked by `critic`, with an NLL term.",
+        "policy's view; 'sweet': DPO on the step pairs ranked by `critic`, with an NLL term."
     )
-    critic: str | None = Field(None, description="Method 'sweet': the critic (a key of `critics`) whose step pairs to learn from.")
-    length_normalize: bool = Field(False, description="Preference methods: normalise log-ratios by length (paper: off for the policy).")
+    critic: str | None = Field(description="Method 'sweet': the critic (a key of `critics`) whose step pairs to learn from.")
     min_reward: dict[Domain, float] = Field(
-        {"backend": 1.0, "frontend": 0.9},
         description="Method 'rft': trajectories with at least this reward are kept, by domain (backend: 1 is ColBench's "
-        "success; frontend: a similarity to the target).",
+        "success; frontend: a similarity to the target)."
     )
 
     @model_validator(mode="after")
@@ -293,29 +309,29 @@ class PolicyParams(TrainerParams, PreferenceParams):
         if self.method == "sweet" and not self.critic:
             raise ValueError("method 'sweet' needs `critic` (the name of a critic under `critics`)")
         if self.method != "sweet" and self.critic:
-            raise ValueError(f"method {self.method!r} uses no critic; remove `critic`")
+            raise ValueError(f"method {self.method!r} uses no critic; set `critic: null`")
         return self
 
 
 class EpisodeParams(Section):
     """How episodes are run, shared by offline rollouts and evaluation."""
 
-    max_turns: int = Field(10, ge=1, description="Most agent turns in an episode (ColBench: 10).")
+    max_turns: int = Field(ge=1, description="Most agent turns in an episode (ColBench: 10); the policy is told so.")
     max_failure_share: float = Field(
-        0.02, ge=0, le=1, description="The stage fails when a larger share of episodes fails after retries."
+        ge=0, le=1, description="The stage fails when a larger share of episodes fails after retries."
     )
-    flush_every: int = Field(16, ge=1, description="Finished episodes are saved in batches of this size, for resuming.")
+    flush_every: int = Field(ge=1, description="Finished episodes are saved in batches of this size, for resuming.")
 
 
 class RolloutParams(Section):
     """Episodes on the training tasks: demonstrations (stage `demos`) or offline data (stage `rollout`)."""
 
-    agent: str = Field("half_expert", description="Name of the agent (a key of `agents`) that collects the data.")
-    samples_per_task: int = Field(3, ge=1, description="Trajectories per training task (official: 3).")
+    agent: str = Field(description="Name of the agent (a key of `agents`) that collects the data.")
+    samples_per_task: int = Field(ge=1, description="Trajectories per training task (official: 3).")
     max_tasks: int | None = Field(
-        None, ge=1, description="Use only the first N training tasks (null: all), e.g. fewer rollouts than demonstrations."
+        ge=1, description="Use only the first N training tasks (null: all), e.g. fewer rollouts than demonstrations."
     )
-    seed: int = Field(0, description="Seed of the episodes' sampling.")
+    seed: int = Field(description="Seed of the episodes' sampling.")
 
 
 class PairsParams(Section):
@@ -323,28 +339,23 @@ class PairsParams(Section):
     step 2). Backend: the best sample of a task that reaches `success_reward` against each worse one;
     frontend: every two samples whose rewards differ by at least `min_gap`."""
 
-    success_reward: float = Field(1.0, description="Backend: the best sample must reach this reward (ColBench: 1).")
-    min_gap: float = Field(0.1, gt=0, description="Frontend: smallest similarity difference that makes a pair (ColBench: 0.1).")
+    success_reward: float = Field(description="Backend: the best sample must reach this reward (ColBench: 1).")
+    min_gap: float = Field(gt=0, description="Frontend: smallest similarity difference that makes a pair (ColBench: 0.1).")
 
 
 class EvaluateParams(Section):
-    """Evaluation on the test tasks: the agents of `methods` (stages `evaluate@<domain>-<method>`), the
+    """Evaluation on the test tasks: the agents of `methods` (stages `evaluate@<domain>-<agent>`), the
     base model zero-shot (`evaluate_base@<domain>`) and every trained policy (`evaluate_policy@<domain>-<name>`)."""
 
-    methods: list[str] = Field(
-        ["expert", "no_ask"],
-        description="Agents (keys of `agents`) evaluated in every domain of `domains`, one stage each.",
+    methods: list[str] = Field(description="Agents (keys of `agents`) evaluated in both domains, one stage each.")
+    policy: ModelAgentParams = Field(
+        description="How evaluated checkpoints generate; each stage fills in `checkpoint` (the base model or a policy's seed)."
     )
-    policy: AgentParams = Field(
-        default_factory=lambda: AgentParams(backend="transformers"),
-        description="How evaluated checkpoints generate; each stage fills in `checkpoint` (the base model or a policy's seed).",
-    )
-    samples_per_task: int = Field(1, ge=1, description="Episodes per test task.")
+    samples_per_task: int = Field(ge=1, description="Episodes per test task.")
     seed: int = Field(
-        0, description="Seed of the episodes' sampling; a checkpoint's evaluation for each of `seeds` adds that seed to it."
+        description="Seed of the episodes' sampling; a checkpoint's evaluation for each of `seeds` adds that seed to it."
     )
     processes: int = Field(
-        0,
         ge=0,
         description="Checkpoints: seeds evaluated at once, each in its own process (results do not depend on it); "
         "0: every seed at once (with 3 seeds on 2 cores no core waits for the last seed).",
@@ -354,31 +365,29 @@ class EvaluateParams(Section):
 class RenderParams(Section):
     """Rendering HTML pages to screenshots (frontend tasks): headless Chromium, fully offline."""
 
-    pages: int = Field(2, ge=1, description="Browser pages rendering at once; one browser serves them all.")
-    viewport_width: int = Field(1280, ge=64, description="Viewport width in CSS pixels; every screenshot has this width.")
+    pages: int = Field(ge=1, description="Browser pages rendering at once; one browser serves them all.")
+    viewport_width: int = Field(ge=64, description="Viewport width in CSS pixels; every screenshot has this width.")
     viewport_height: int = Field(
-        800, ge=64, description="Viewport height in CSS pixels; the least screenshot height (pages are shot full length)."
+        ge=64, description="Viewport height in CSS pixels; the least screenshot height (pages are shot full length)."
     )
     max_height: int = Field(
-        4096, ge=64, description="Full-page screenshots are cut to this height, so that a huge page cannot exhaust memory."
+        ge=64, description="Full-page screenshots are cut to this height, so that a huge page cannot exhaust memory."
     )
     timeout_s: float = Field(
-        10.0, gt=0, description="Time limit of one page (load and screenshot); a page over it, or whose renderer crashes, has no screenshot."
+        gt=0, description="Time limit of one page (load and screenshot); a page over it, or whose renderer crashes, has no screenshot."
     )
     js_heap_mb: int = Field(
-        256, ge=16, description="V8 heap limit of a renderer, MiB: a page that allocates without bound crashes its renderer quickly."
+        ge=16, description="V8 heap limit of a renderer, MiB: a page that allocates without bound crashes its renderer quickly."
     )
     tailwind_css: Path = Field(
-        Path("vendor/tailwindcss-2.2.19/tailwind.min.css"),
         description="Local copy of tailwindcss@2.2.19 dist/tailwind.min.css (scripts/setup.sh fetches it), served for "
-        "the CDN link of every page.",
+        "the CDN link of every page."
     )
     tailwind_subset: bool = Field(
-        True,
         description="Serve each page only the Tailwind rules its markup can use, picked as Tailwind's purge picks them "
-        "(the same pixels; rendering twice as fast); false serves the whole stylesheet.",
+        "(the same pixels; rendering twice as fast); false serves the whole stylesheet."
     )
-    chromium: Path = Field(Path("/usr/bin/chromium"), description="The Chromium executable (Debian's package).")
+    chromium: Path = Field(description="The Chromium executable (Debian's package).")
 
 
 class SimilarityParams(Section):
@@ -387,14 +396,13 @@ class SimilarityParams(Section):
     description alone (the `no_ask` designer's; the paper's reference is GPT-4o's page); a tie is half a win."""
 
     metric: Literal["pixels", "clip"] = Field(
-        "pixels",
         description="'pixels': an offline perceptual similarity needing no weights (not comparable with the paper's "
-        "numbers); 'clip': cosine similarity of CLIP image embeddings (paper: ViT-B/32), from `clip_checkpoint`.",
+        "numbers); 'clip': cosine similarity of CLIP image embeddings (paper: ViT-B/32), from `clip_checkpoint`."
     )
     clip_checkpoint: Path | None = Field(
-        None, description="Metric 'clip': directory of a local CLIP checkpoint (model and image processor); nothing is downloaded."
+        description="Metric 'clip': directory of a local CLIP checkpoint (model and image processor); nothing is downloaded."
     )
-    batch_size: int = Field(16, ge=1, description="Metric 'clip': images embedded per forward pass.")
+    batch_size: int = Field(ge=1, description="Metric 'clip': images embedded per forward pass.")
 
     @model_validator(mode="after")
     def _clip_needs_checkpoint(self) -> "SimilarityParams":
@@ -407,19 +415,18 @@ class FrontendTasksParams(Section):
     """Frontend design tasks: generated offline (Tailwind pages of many site types) or imported from ColBench."""
 
     source: Literal["procedural", "colbench"] = Field(
-        "procedural",
         description="'procedural': generate pages and their vague descriptions by seed; 'colbench': import the official "
-        "frontend JSONL files (problem_description, ground_truth).",
+        "frontend JSONL files (problem_description, ground_truth)."
     )
-    seed: int = Field(0, description="Seed of the procedural generator.")
+    seed: int = Field(description="Seed of the procedural generator.")
     n_train: int = Field(
-        0, ge=0, le=10_000,
+        ge=0, le=10_000,
         description="Training tasks to generate (procedural capacity 10,000); needed when the frontend is in train_domains.",
     )  # fmt: skip
-    n_test: int = Field(100, ge=1, le=500, description="Test tasks to generate (procedural capacity 500; ColBench's test set has 500).")
-    colbench_train: Path | None = Field(None, description="Official frontend train JSONL, for source 'colbench'.")
-    colbench_test: Path | None = Field(None, description="Official frontend test JSONL, for source 'colbench'.")
-    colbench_test_rows: int = Field(500, ge=1, description="Use the first N rows of the test file (the official test set is 500).")
+    n_test: int = Field(ge=1, le=500, description="Test tasks to generate (procedural capacity 500; ColBench's test set has 500).")
+    colbench_train: Path | None = Field(description="Official frontend train JSONL, for source 'colbench'.")
+    colbench_test: Path | None = Field(description="Official frontend test JSONL, for source 'colbench'.")
+    colbench_test_rows: int = Field(ge=1, description="Use the first N rows of the test file (the official test set is 500).")
 
     @model_validator(mode="after")
     def _colbench_needs_test_file(self) -> "FrontendTasksParams":
@@ -432,89 +439,76 @@ class DesignSimulatorParams(ServedBackend):
     """The simulated human of frontend design tasks: it compares the agent's page with the target."""
 
     backend: Literal["scripted", "openai"] = Field(
-        "scripted",
         description="'scripted': offline, names the most outstanding differences read from both pages' HTML; 'openai': "
-        "a vision-language model is shown screenshots of both pages (needs the renderer).",
+        "a vision-language model is shown screenshots of both pages (needs the renderer)."
     )
     max_differences: int = Field(
-        8, ge=1, description="Scripted: most differences named in one reply (whole sentences, most outstanding first)."
+        ge=1, description="Scripted: most differences named in one reply (whole sentences, most outstanding first)."
     )
-    max_reply_chars: int = Field(1000, ge=1, description="Replies are cut to this many characters (ColBench: 1,000).")
-    max_new_tokens: int = Field(256, ge=1, description="Backend 'openai': most tokens generated per reply.")
-    endpoint: EndpointParams | None = Field(None, description="Backend 'openai': the endpoint serving the vision-language model.")
+    max_reply_chars: int = Field(ge=1, description="Replies are cut to this many characters (ColBench: 1,000).")
+    max_new_tokens: int = Field(ge=1, description="Backend 'openai': most tokens generated per reply.")
+    endpoint: EndpointParams | None = Field(description="Backend 'openai': the endpoint serving the vision-language model.")
 
 
 class FrontendScoringParams(Section):
     """How frontend answers are scored: rendered offline, then compared with the target's screenshot."""
 
-    render: RenderParams = Field(default_factory=RenderParams, description=RenderParams.__doc__)
-    similarity: SimilarityParams = Field(default_factory=SimilarityParams, description=SimilarityParams.__doc__)
+    render: RenderParams = Field(description=RenderParams.__doc__)
+    similarity: SimilarityParams = Field(description=SimilarityParams.__doc__)
 
 
 # Each domain has the same four sections, so that a stage of either declares the same params keys.
 class BackendParams(Section):
     """Backend programming (ColBench): a Python function, checked by hidden unit tests run in the sandbox."""
 
-    tasks: TasksParams = Field(default_factory=TasksParams, description=TasksParams.__doc__)
-    simulator: SimulatorParams = Field(default_factory=SimulatorParams, description=SimulatorParams.__doc__)
-    scoring: SandboxParams = Field(default_factory=SandboxParams, description=SandboxParams.__doc__)
-    model: ModelParams = Field(default_factory=ModelParams, description=ModelParams.__doc__)
+    tasks: TasksParams = Field(description=TasksParams.__doc__)
+    simulator: SimulatorParams = Field(description=SimulatorParams.__doc__)
+    scoring: SandboxParams = Field(description=SandboxParams.__doc__)
+    model: ModelParams = Field(description=ModelParams.__doc__)
 
 
 class FrontendParams(Section):
     """Frontend design (ColBench): a Tailwind page, rewarded by the visual similarity of its screenshot to the target's."""
 
-    tasks: FrontendTasksParams = Field(default_factory=FrontendTasksParams, description=FrontendTasksParams.__doc__)
-    simulator: DesignSimulatorParams = Field(default_factory=DesignSimulatorParams, description=DesignSimulatorParams.__doc__)
-    scoring: FrontendScoringParams = Field(default_factory=FrontendScoringParams, description=FrontendScoringParams.__doc__)
-    model: ModelParams = Field(default_factory=ModelParams, description=ModelParams.__doc__)
+    tasks: FrontendTasksParams = Field(description=FrontendTasksParams.__doc__)
+    simulator: DesignSimulatorParams = Field(description=DesignSimulatorParams.__doc__)
+    scoring: FrontendScoringParams = Field(description=FrontendScoringParams.__doc__)
+    model: ModelParams = Field(description=ModelParams.__doc__)
 
 
 class Params(Section):
     """The whole of params.yaml."""
 
     train_domains: list[Domain] = Field(
-        ["backend"],
         description="Domains that go through the trained chain (demonstrations, base model, rollouts, critics, "
-        "policies and their evaluations). Both domains always get their tasks and the reference agents' evaluations.",
+        "policies and their evaluations). Both domains always get their tasks and the reference agents' evaluations."
     )
-    backend: BackendParams = Field(default_factory=BackendParams, description=BackendParams.__doc__)
-    frontend: FrontendParams = Field(default_factory=FrontendParams, description=FrontendParams.__doc__)
+    backend: BackendParams = Field(description=BackendParams.__doc__)
+    frontend: FrontendParams = Field(description=FrontendParams.__doc__)
     agents: dict[str, AgentParams] = Field(
-        default_factory=default_agents,
         description="Named agents; rollouts and evaluations refer to them by name. A scripted or no_ask agent plays "
-        "each domain's own part (asking for facts, or applying named differences to a page).",
+        "each domain's own part (asking for facts, or applying named differences to a page)."
     )
-    episodes: EpisodeParams = Field(default_factory=EpisodeParams, description=EpisodeParams.__doc__)
-    demos: RolloutParams = Field(
-        default_factory=lambda: RolloutParams(agent="demonstrator", samples_per_task=2),
-        description="Scripted demonstrations that warm-start a tiny base policy (stage `demos@<domain>`).",
-    )
-    rollout: RolloutParams = Field(
-        default_factory=RolloutParams, description="Offline data of SWEET-RL step 1 (stage `rollout@<domain>`)."
-    )
-    pairs: PairsParams = Field(default_factory=PairsParams, description=PairsParams.__doc__)
+    episodes: EpisodeParams = Field(description=EpisodeParams.__doc__)
+    demos: RolloutParams = Field(description="Scripted demonstrations that warm-start a tiny base policy (stage `demos@<domain>`).")
+    rollout: RolloutParams = Field(description="Offline data of SWEET-RL step 1 (stage `rollout@<domain>`).")
+    pairs: PairsParams = Field(description=PairsParams.__doc__)
+    training: TrainingParams = Field(description=TrainingParams.__doc__)
     critics: dict[str, CriticParams] = Field(
-        default_factory=lambda: {"with_info": CriticParams(), "no_info": CriticParams(training_info=False)},
-        description="SWEET-RL critics, one stage `critic@<domain>-<name>` each (with and without training-time information).",
+        description="SWEET-RL critics, one stage `critic@<domain>-<name>` each (with and without training-time information)."
     )
-    candidates: CandidatesParams = Field(default_factory=CandidatesParams, description=CandidatesParams.__doc__)
-    rank: RankParams = Field(default_factory=RankParams, description=RankParams.__doc__)
-    step_pairs: StepPairsParams = Field(default_factory=StepPairsParams, description=StepPairsParams.__doc__)
-    critic_check: CriticCheckParams = Field(default_factory=CriticCheckParams, description=CriticCheckParams.__doc__)
+    candidates: CandidatesParams = Field(description=CandidatesParams.__doc__)
+    rank: RankParams = Field(description=RankParams.__doc__)
+    step_pairs: StepPairsParams = Field(description=StepPairsParams.__doc__)
+    critic_check: CriticCheckParams = Field(description=CriticCheckParams.__doc__)
     policies: dict[str, PolicyParams] = Field(
-        default_factory=lambda: {
-            "rft": PolicyParams(method="rft", epochs=4),
-            "mtdpo": PolicyParams(method="mtdpo", epochs=4),
-            "sweet": PolicyParams(method="sweet", critic="with_info", nll_coef=0.01),
-        },
-        description="Trained policies, one stage `policy@<domain>-<name>` each (SWEET-RL and its baselines).",
+        description="Trained policies, one stage `policy@<domain>-<name>` each (SWEET-RL and its baselines)."
     )
     seeds: list[int] = Field(
-        [0, 1, 2], min_length=1,
+        min_length=1,
         description="Each trained policy is trained, and each checkpoint evaluated, once per seed; reports give the mean and spread.",
     )  # fmt: skip
-    evaluate: EvaluateParams = Field(default_factory=EvaluateParams, description=EvaluateParams.__doc__)
+    evaluate: EvaluateParams = Field(description=EvaluateParams.__doc__)
 
     @model_validator(mode="after")
     def _names_exist(self) -> "Params":
@@ -543,19 +537,32 @@ class ParamsError(InputError):
     """params.yaml is not what the models expect; the message names each bad key."""
 
 
+# Offending values are shown, never whole: a value may be a huge list or a deeply nested mapping.
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxstring, _SHORT.maxother = 2, 4, 4, 60, 60
+
+
+# Pydantic puts the chosen member of a union in an error's location (agents.base.transformers.top_p);
+# the key a user writes has no such part. These names are no key of params.yaml.
+_UNION_TAGS = {"scripted", "no_ask", "transformers", "openai"}
+
+
 def _describe(err: dict) -> str:
-    key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    key = ".".join(str(p) for p in err["loc"] if p not in _UNION_TAGS) or "(top level)"
+    got = _SHORT.repr(err.get("input"))
     if err["type"] == "extra_forbidden":
-        return f"{key}: unknown key (value {err['input']!r}); check its spelling against `sweetflow params`"
-    return f"{key}: {err['msg']} (got {err['input']!r})"
+        return f"{key}: unknown key (value {got}); check its spelling against `sweetflow params`"
+    if err["type"] == "missing":
+        return f"{key}: missing; params.yaml spells out every value (see `sweetflow params`)"
+    return f"{key}: {err['msg']} (got {got})"
 
 
 def load_params(path: Path | str = PARAMS_FILE) -> Params:
-    """Read and validate params.yaml; a missing file means all defaults."""
+    """Read and validate params.yaml; every problem is a ParamsError naming the file and each bad key."""
     path = Path(path)
-    raw = yaml.safe_load(path.read_text()) if path.exists() else None
-    if raw is None:
-        raw = {}
+    if not path.exists():
+        raise ParamsError(f"{path}: not found; the pipeline's parameters live in params.yaml at the project's root")
+    raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise ParamsError(f"{path}: expected a mapping of sections, got {type(raw).__name__}")
     try:
@@ -575,7 +582,7 @@ def section_of(params: BaseModel, dotted: str) -> object | None:
 
 
 def describe_params(model: BaseModel, prefix: str = "") -> list[tuple[str, object, str]]:
-    """(dotted key, effective value, description) for every leaf field, in declaration order."""
+    """(dotted key, value, description) for every leaf field, in declaration order."""
     rows = []
     for name, info in type(model).model_fields.items():
         value = getattr(model, name)

@@ -5,6 +5,7 @@ out for the code (the two must agree; tests/test_pipeline.py runs the DAG and ch
     models/<domain>/...          checkpoints, DVC-cached
     reports/<domain>/<method>/   evaluation metrics of each method (`dvc metrics show`)
     reports/<domain>/stages/...  the other stages' metrics and training curves
+    reports/runs/<stage>.json    each stage's run record: when, how long, which commit and machine
 """
 
 from __future__ import annotations
@@ -74,3 +75,8 @@ def stage_report(domain: str, *parts: str) -> str:
 
 def stage_metrics(domain: str, *parts: str) -> str:
     return f"{stage_report(domain, *parts)}/metrics.json"
+
+
+def run_record(stage: str) -> str:
+    """The run record of a stage, by DVC's name of it (`critic@backend-with_info`)."""
+    return f"reports/runs/{stage}.json"

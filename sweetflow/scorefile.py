@@ -19,10 +19,11 @@ from pathlib import Path
 
 import polars as pl
 
+from sweetflow.backend.sandbox.pool import Sandbox, SandboxParams
+from sweetflow.backend.scoring import check_references, score_answers, summarize
+from sweetflow.backend.tasks.colbench import task_from_row
+from sweetflow.inputs import ImportRowError, iter_jsonl
 from sweetflow.params import RenderParams, SimilarityParams
-from sweetflow.sandbox import Sandbox, SandboxParams
-from sweetflow.scoring import check_references, score_answers, summarize
-from sweetflow.tasks.colbench import ImportRowError, iter_jsonl, task_from_row
 
 
 def read_trajectories(path: Path | str) -> tuple[list[dict], list[str], list[int]]:
@@ -43,19 +44,19 @@ def read_trajectories(path: Path | str) -> tuple[list[dict], list[str], list[int
 def score_file(
     path: Path | str,
     domain: str,
-    out: Path | None = None,
-    workers: int = 0,
-    render: RenderParams | None = None,
-    similarity: SimilarityParams | None = None,
+    out: Path | None,
+    sandbox: SandboxParams,
+    render: RenderParams,
+    similarity: SimilarityParams,
 ) -> dict:
-    """Score the file's rows; `workers`: sandbox workers (backend), `render`, `similarity`: frontend."""
+    """Score the file's rows: in the sandbox (backend), or rendered and compared (frontend)."""
     if domain == "frontend":
-        return score_frontend_file(path, out, render or RenderParams(), similarity or SimilarityParams())
+        return score_frontend_file(path, out, render, similarity)
     if domain != "backend":
         raise ValueError(f"unknown domain {domain!r}; expected 'backend' or 'frontend'")
     tasks, answers, lines = read_trajectories(path)
     unique = {t["task_id"]: t for t in tasks}
-    with Sandbox(SandboxParams(workers=workers)) as sandbox:
+    with Sandbox(sandbox) as sandbox:
         checks = dict(zip(unique, check_references(list(unique.values()), sandbox, desc="references")))
         scores = score_answers(
             answers,

@@ -1,115 +1,31 @@
-"""Shared fixtures: throw-away copies of the project in which real DVC and Snakemake runs happen."""
+"""Fixtures shared by the whole suite: the reproduced small project, the real OpenAI-compatible
+server (`tests.support.llm_server`) and a small task corpus with demonstrations (`tests.support.corpus`)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-# The real OpenAI-compatible server fixtures (`tiny_checkpoint`, `openai_server`), one per session.
-pytest_plugins = ["tests.llm_server"]
+from tests.support.project import SMALL_PARAMS, make_project, run
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT.parent / "shared" / "colbench-sample"
-PROJECT_FILES = ("dvc.yaml", "params.yaml", "Snakefile", "pyproject.toml", ".dvcignore", "stages", "sweetflow", "workflow")
-TAILWIND = ROOT / "vendor/tailwindcss-2.2.19/tailwind.min.css"  # scripts/setup.sh fetches it
-# A model small enough to train and sample in seconds; the pipeline's wiring is what is tested.
-# The context holds a whole dialogue with the critic's reference at this small vocabulary.
-# One thread per stage: the suite runs on two workers.
-SMALL_MODEL = {
-    "vocab_size": 300, "hidden_size": 32, "heads": 2, "epochs": 1, "precision": "no", "max_length": 3072, "threads": 1,
-}  # fmt: skip
-# Small enough that a whole `dvc repro` of both domains, each through the trained chain, takes minutes.
-SMALL_PARAMS = {
-    "train_domains": ["backend", "frontend"],
-    "backend": {
-        "tasks": {"n_train": 24, "n_test": 12, "seed": 3},
-        "scoring": {"workers": 2},
-        "model": SMALL_MODEL,
-    },
-    "frontend": {
-        "tasks": {"n_train": 4, "n_test": 3, "seed": 3},
-        "scoring": {"render": {"tailwind_css": str(TAILWIND)}},
-        # Pages are long: a larger vocabulary keeps a dialogue of three of them within the context.
-        "model": {**SMALL_MODEL, "vocab_size": 2048, "max_length": 4096},
-    },
-    # Two processes: the seeds of a checkpoint evaluation run in processes forked from a forkserver, as by default.
-    "evaluate": {"policy": {"backend": "transformers", "max_new_tokens": 32}, "processes": 2},
-    # An untrained model rarely answers: short episodes keep its evaluations to seconds.
-    "episodes": {"max_failure_share": 1.0, "max_turns": 3},
-    # An untrained model never succeeds, so the offline data comes from a scripted agent that sometimes does.
-    "rollout": {"agent": "half_expert", "samples_per_task": 2},
-    # Three turns leave the scripted designer's samples of a task close together.
-    "pairs": {"min_gap": 0.01},
-    "critics": {"with_info": {"epochs": 1, "threads": 1}, "no_info": {"training_info": False, "epochs": 1, "threads": 1}},
-    "candidates": {"share": 0.1, "n": 4, "policy": {"backend": "transformers", "max_new_tokens": 32, "threads": 1}},
-    "critic_check": {"states": 3, "rollouts": 1},
-    "policies": {name: {**spec, "epochs": 1, "threads": 1} for name, spec in {
-        "rft": {"method": "rft", "min_reward": {"backend": 1.0, "frontend": 0.2}}, "mtdpo": {"method": "mtdpo"},
-        "sweet": {"method": "sweet", "critic": "with_info"}, "sweet_no_info": {"method": "sweet", "critic": "no_info"},
-    }.items()},
-    "seeds": [0, 1],
-}  # fmt: skip
-
-
-def tool_env() -> dict:
-    """The environment for running our tools as subprocesses: the venv's `python`, `dvc` first."""
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env.setdefault("GIT_AUTHOR_NAME", "sweetflow-tests")
-    env.setdefault("GIT_AUTHOR_EMAIL", "tests@localhost")
-    env.setdefault("GIT_COMMITTER_NAME", "sweetflow-tests")
-    env.setdefault("GIT_COMMITTER_EMAIL", "tests@localhost")
-    return env
-
-
-def run(cmd: list[str], cwd: Path, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
-    result = subprocess.run(cmd, cwd=cwd, env=tool_env(), capture_output=True, text=True, timeout=timeout)
-    if check and result.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
-    return result
-
-
-def make_project(dest: Path, params: dict | None = None) -> Path:
-    """A fresh git + DVC repository holding the project's pipeline, with `params` merged in."""
-    dest.mkdir(parents=True, exist_ok=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in PROJECT_FILES:
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=ignore)
-        elif src.exists():
-            shutil.copy2(src, dest / name)
-    (dest / ".dvc").mkdir()
-    for name in ("config", ".gitignore"):
-        shutil.copy2(ROOT / ".dvc" / name, dest / ".dvc" / name)
-    merged = _merge(yaml.safe_load((ROOT / "params.yaml").read_text()) or {}, params or {})
-    (dest / "params.yaml").write_text(yaml.safe_dump(merged, sort_keys=False))
-    (dest / ".gitignore").write_text(".snakemake/\nlogs/\n__pycache__/\n")
-    run(["git", "init", "-q", "-b", "main"], dest)
-    run(["git", "add", "-A"], dest)
-    run(["git", "commit", "-q", "-m", "project"], dest)
-    return dest
-
-
-def _merge(base: dict, changes: dict) -> dict:
-    """`base` with `changes` applied, nested sections merged key by key (lists and values replaced)."""
-    out = dict(base)
-    for key, value in changes.items():
-        out[key] = _merge(out.get(key) or {}, value) if isinstance(value, dict) else value
-    return out
+pytest_plugins = ["tests.support.llm_server", "tests.support.corpus"]
 
 
 @pytest.fixture(scope="session")
 def repro_project(tmp_path_factory) -> Path:
     """One small project on which `dvc repro` has run; tests that only read it share it."""
     project = make_project(tmp_path_factory.mktemp("dvc") / "project", SMALL_PARAMS)
-    run(["dvc", "repro", "--quiet"], project)
+    run(["dvc", "repro", "--quiet"], project, timeout=1800)  # a shared machine may be slow
     run(["git", "add", "-A"], project)
     run(["git", "commit", "-q", "-m", "repro"], project)
     return project
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_thread():
+    """One torch thread in the test process: the tiny model's matrices are too small to share, and
+    tests run two at a time (pytest -n 2) on this 2-core machine."""
+    import torch
+
+    torch.set_num_threads(1)

@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import random
 
-from sweetflow.agents import policy_chat
 from sweetflow.dialogue import AGENT, ANSWER_MARKER, HUMAN, AgentTurn, EpisodeView
 from sweetflow.frontend.compare import apply, diff_pages, read_target
 from sweetflow.frontend.outline import read_page
 from sweetflow.frontend.page import Page, to_html
 from sweetflow.frontend.plain import page_from_description
 from sweetflow.frontend.simulators import page_snippet
+from sweetflow.views import policy_chat
 
 SHOW_PAGE = "Here is my current version of the page. What should I change?\n{page}"
 

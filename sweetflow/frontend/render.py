@@ -165,8 +165,8 @@ class RenderPool:
     concurrently, and `render_many` can be called from any thread (e.g. simulator workers).
     """
 
-    def __init__(self, params: RenderParams | None = None):
-        self.params = params or RenderParams()
+    def __init__(self, params: RenderParams):
+        self.params = params
         # Pages: rendered, timeouts, crashes, errors; requests: tailwind_served, picsum_served, blocked;
         # browser_launches. Written by the pool's thread only.
         self.stats: Counter[str] = Counter()

@@ -134,8 +134,8 @@ class ClipEmbedder:
 class Similarity:
     """Scores answers' screenshots against their targets' with the configured metric."""
 
-    def __init__(self, params: SimilarityParams | None = None):
-        self.params = params or SimilarityParams()
+    def __init__(self, params: SimilarityParams):
+        self.params = params
         self._clip = (
             ClipEmbedder(self.params.clip_checkpoint, self.params.batch_size) if self.params.metric == "clip" else None
         )

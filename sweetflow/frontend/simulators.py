@@ -109,7 +109,7 @@ def png_data_url(png: bytes) -> str:
 
 @dataclass
 class OpenAIDesignHuman:
-    client: object  # sweetflow.openai_backend.ChatClient
+    client: object  # sweetflow.endpoint.ChatClient
     render: Callable[[str], bytes | None]  # HTML -> PNG screenshot, None when the page can't be shown
     max_reply_chars: int = 1000
     max_new_tokens: int = 256
@@ -149,6 +149,6 @@ def make_design_human(params, render: Callable[[str], bytes | None] | None = Non
         return ScriptedDesignHuman(params.max_differences, params.max_reply_chars)
     if render is None:
         raise ValueError("the 'openai' design simulator needs a renderer (render(html) -> PNG bytes or None)")
-    from sweetflow.openai_backend import ChatClient
+    from sweetflow.endpoint import ChatClient
 
     return OpenAIDesignHuman(ChatClient(params.endpoint), render, params.max_reply_chars, params.max_new_tokens)

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from sweetflow.frontend.page import page_to_json, to_html
 from sweetflow.frontend.pages import generate_page
-from sweetflow.tasks.colbench import ImportRowError, iter_jsonl
+from sweetflow.inputs import ImportRowError, iter_jsonl
 
 MAX_DUPLICATE_DRAWS = 1000  # duplicate pages in a row that mean the generator is used up
 

@@ -46,6 +46,12 @@ def load_checkpoint(path: Path | str, device: str | torch.device = "cpu"):
     return model.eval(), tokenizer
 
 
+def pad_id(tokenizer) -> int:
+    """The id that pads a batch: the tokenizer's pad token, else its end-of-sequence token (Llama 3
+    has no pad token; padding is masked out of attention and of every loss, so any id will do)."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+
 def link_or_copy_tree(src: Path, dest: Path) -> str:
     """Fill `dest` with the files of `src`: hard links where the filesystem allows (a 16 GB
     checkpoint costs no space and no time), copies otherwise. Returns "hardlink" or "copy".

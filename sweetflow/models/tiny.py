@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from sweetflow.agents import POLICY_SYSTEM_PROMPTS
+from sweetflow.views import POLICY_SYSTEM_PROMPTS
 
 BOS = "<|begin|>"
 EOS = "<|end|>"  # ends every message; the model emits it to end its turn, generation stops on it
@@ -28,7 +28,8 @@ SPECIAL_TOKENS = [PAD, BOS, EOS] + [f"<|{role}|>" for role in ROLES]
 # The policy's instructions are left out of system messages, and whatever else a system message
 # holds (the critic's training-time information) is kept: a model trained from scratch cannot read
 # instructions, and they would be a quarter of every sequence it trains on and generates from.
-_ELIDE_INSTRUCTIONS = "".join(f" | replace({json.dumps(prompt)}, '')" for prompt in POLICY_SYSTEM_PROMPTS.values())
+POLICY_INSTRUCTIONS = tuple(POLICY_SYSTEM_PROMPTS.values())
+_ELIDE_INSTRUCTIONS = "".join(f" | replace({json.dumps(prompt)}, '')" for prompt in POLICY_INSTRUCTIONS)
 
 # `<|begin|><|system|>…<|end|><|user|>…<|end|><|assistant|>…<|end|>`. No whitespace around the
 # role markers: every token the model sees is either a marker or content. The assistant's content
@@ -60,7 +61,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, max_length: int = 512
     Byte-level: any string encodes (the 256 byte symbols are always in the vocabulary), so unseen
     characters in a task never break the pipeline. Digits are split into single tokens before BPE
     sees them: with whole-number tokens a tiny model mis-copies values it was told (told 86,
-    writes 89), with single digits it copies them (DESIGN.md §7: 45% vs 80–99% success).
+    writes 89), with single digits it copies them (45% vs 80–99% success, docs/calibration.md).
 
     No BOS is added by `tokenizer(text)`: the chat template writes it, and adding it in both places
     would double it. Callers tokenising plain text add `tokenizer.bos_token` themselves if wanted.
@@ -104,7 +105,7 @@ def build_model(
 ) -> LlamaForCausalLM:
     """A randomly initialised Llama sized for CPU training, with the tokenizer's special ids wired in.
 
-    Defaults are the calibrated ones of DESIGN.md §7 (2 layers, hidden 128, 4 heads, tied
+    Defaults are the calibrated ones of docs/calibration.md (2 layers, hidden 128, 4 heads, tied
     embeddings). Tied input and output embeddings keep the vocabulary's share of a tiny model small.
     The MLP has Llama's width, 8/3 of the model's (344 for 128): at these sizes a 4x-wide MLP trains
     ~15% slower for no better model. The same seed gives the same weights; the global torch RNG is
@@ -144,3 +145,15 @@ def build_model(
         top_p=1.0,
     )
     return model
+
+
+def tokenizer_corpus(tasks: list[dict], chats: list[list[dict]]) -> Iterator[str]:
+    """What the tokenizer learns its merges from: every task's description, hidden facts and
+    reference code, and the demonstrations as the model will read them: the tiny model's chat
+    template leaves the policy's instructions out, so they are left out here too."""
+    for task in tasks:
+        yield task["problem_description"]
+        yield from (fact["fact"] for fact in task.get("facts") or [])
+        yield task["ground_truth"]
+    for chat in chats:
+        yield from (message["content"] for message in chat if message["content"] not in POLICY_INSTRUCTIONS)

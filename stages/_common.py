@@ -1,0 +1,54 @@
+"""What every stage does first: read its arguments (the domain and, for a stage of a `matrix` or
+`foreach` item, the item's name), load params.yaml, and name itself as dvc.yaml names it.
+
+    stage = begin("critic", __doc__, item="critics")     # python -m stages.critic DOMAIN NAME
+    p = stage.params.critics[stage.item]
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from sweetflow import paths
+from sweetflow.errors import InputError
+from sweetflow.params import DOMAINS, AgentParams, Params, load_params
+
+
+@dataclass(frozen=True)
+class Stage:
+    kind: str  # the stage's key in dvc.yaml, and its module under stages/
+    domain: str | None
+    item: str | None  # the name of its critic, policy or agent, for the stages that have one
+    params: Params
+
+    @property
+    def name(self) -> str:
+        """DVC's name of the stage: `critic@backend-with_info`, `tasks@backend`, `report`."""
+        if self.domain is None:
+            return self.kind
+        return f"{self.kind}@{self.domain}" + (f"-{self.item}" if self.item else "")
+
+
+def begin(kind: str, doc: str | None, item: str | None = None, domain: bool = True) -> Stage:
+    """Parse `[DOMAIN] [ITEM]` and load params.yaml. `item` names the params section whose keys the
+    ITEM argument must be one of ("critics", "policies", "agents"); a name it lacks is an input error."""
+    parser = argparse.ArgumentParser(prog=f"python -m stages.{kind}", description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    if domain:
+        parser.add_argument("domain", choices=DOMAINS)
+    if item:
+        parser.add_argument("item", metavar="NAME", help=f"a key of `{item}` in params.yaml")
+    args = parser.parse_args()
+    params = load_params()
+    name = getattr(args, "item", None)
+    if item and name not in getattr(params, item):
+        raise InputError(f"params.yaml: {item}: no entry named {name!r}; defined: {sorted(getattr(params, item))}")
+    return Stage(kind, getattr(args, "domain", None), name, params)
+
+
+def with_checkpoint(agent: AgentParams, domain: str) -> AgentParams:
+    """A model agent without a checkpoint samples from the domain's base model."""
+    if agent.backend == "transformers" and not agent.checkpoint:
+        return agent.model_copy(update={"checkpoint": paths.base_model(domain)})
+    return agent

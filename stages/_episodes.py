@@ -1,0 +1,117 @@
+"""The bodies of the stages that run episodes: `demos`, `rollout` and `evaluate` (an agent's
+episodes, once), `evaluate_base` and `evaluate_policy` (a checkpoint's episodes, once per seed)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+from stages._common import Stage, with_checkpoint
+from sweetflow import paths
+from sweetflow.artifacts import checkpoint_path, stage_output
+from sweetflow.domain import get_domain
+from sweetflow.errors import InputError
+from sweetflow.params import ModelAgentParams, Params
+from sweetflow.rollout.engine import collect
+from sweetflow.rollout.metrics import over_seeds, summarize_episodes
+from sweetflow.tables import read_tasks
+
+
+def episode_sections(params: Params, domain: str) -> dict:
+    """The params sections every episode stage of `domain` reads (its dvc.yaml `params` list)."""
+    d = params.domain(domain)
+    return {f"{domain}.simulator": d.simulator, f"{domain}.scoring": d.scoring, "episodes": params.episodes}
+
+
+def episode_stage(stage: Stage, section: str, split: str) -> dict:
+    """The body of every stage that runs an agent's episodes, once, on the `split` tasks of its
+    domain, with `samples_per_task` and `seed` from params section `section`:
+    - `demos@<domain>`, `rollout@<domain>`: the agent that section names, to `data/<domain>/<section>`;
+    - `evaluate@<domain>-<agent>`: the stage's agent, to `data/<domain>/evaluations/<agent>`.
+    Resumable. A checkpoint the agent reads is an input, hashed and traced like any other."""
+    params, domain = stage.params, stage.domain
+    p = getattr(params, section)
+    if stage.item:  # `evaluate` holds more than this stage reads: its episodes per task and seed
+        name, out_dir, metrics = stage.item, paths.evaluation(domain, stage.item), paths.method_metrics(domain, stage.item)
+        read = {f"{section}.samples_per_task": p.samples_per_task, f"{section}.seed": p.seed}
+    else:
+        name, out_dir, metrics = p.agent, paths.episodes(domain, section), paths.stage_metrics(domain, section)
+        read = {section: p}
+    agent = with_checkpoint(params.agents[name], domain)
+    sections = {**read, f"agents.{name}": params.agents[name], **episode_sections(params, domain)}
+    tasks = paths.task_table(domain, split)
+    inputs = [tasks] + ([agent.checkpoint] if agent.checkpoint else [])
+    checkpoint = checkpoint_path(stage.name, sections, inputs)
+    task_rows = read_tasks(domain, split)[: getattr(p, "max_tasks", None)]
+    with stage_output(out_dir, stage.name, sections, inputs, p.seed, metrics) as out:
+        frame = collect(
+            task_rows, get_domain(domain).make_agent(agent), params, domain, p.samples_per_task, p.seed, checkpoint, stage.name
+        )
+        frame.write_parquet(out.dir / "trajectories.parquet")
+        out.metrics.update(summarize_episodes(frame, domain, task_rows))
+    checkpoint.unlink(missing_ok=True)
+    return out.metrics
+
+
+def checkpoint_for_seed(directory: Path | str, seed: int) -> Path:
+    """The checkpoint a method evaluates for `seed`: `directory` itself when it is one (the base
+    policy: every seed samples from it), else its per-seed checkpoint `seed<k>/` (a trained policy)."""
+    directory = Path(directory)
+    if (directory / "config.json").is_file():
+        return directory
+    per_seed = directory / f"seed{seed}"
+    if (per_seed / "config.json").is_file():
+        return per_seed
+    raise InputError(f"{directory}: neither a checkpoint nor a directory with a checkpoint {per_seed.name}/")
+
+
+def checkpoint_evaluation_stage(stage: Stage, method: str, directory: str) -> dict:
+    """Stages `evaluate_base@<domain>` (method `zero_shot`, the base model) and
+    `evaluate_policy@<domain>-<name>`: the checkpoint(s) in `directory` on the test tasks, once per
+    seed of `seeds` (episode seed = evaluate.seed + seed), generating as `evaluate.policy` says.
+    Writes `data/<domain>/evaluations/<method>/trajectories-seed<k>.parquet` and the method's metrics
+    (`over_seeds`). Seeds run `evaluate.processes` at a time (0: all at once); each resumes on its own."""
+    params, domain = stage.params, stage.domain
+    p = params.evaluate
+    sections = {
+        "evaluate.policy": p.policy, "evaluate.samples_per_task": p.samples_per_task, "evaluate.seed": p.seed,
+        "evaluate.processes": p.processes, "seeds": params.seeds, **episode_sections(params, domain),
+    }  # fmt: skip
+    tasks = paths.task_table(domain, "test")
+    checkpoints = {seed: checkpoint_for_seed(directory, seed) for seed in params.seeds}
+    inputs = [tasks, *dict.fromkeys(checkpoints.values())]
+    task_rows = read_tasks(domain, "test")
+    progress = {seed: checkpoint_path(f"{stage.name}-seed{seed}", sections, [tasks, c]) for seed, c in checkpoints.items()}
+    with stage_output(paths.evaluation(domain, method), stage.name, sections, inputs, p.seed,
+                      paths.method_metrics(domain, method)) as out:  # fmt: skip
+        jobs = {
+            seed: (params, domain, task_rows, p.policy.model_copy(update={"checkpoint": str(c)}), seed, progress[seed],
+                   out.dir / f"trajectories-seed{seed}.parquet", f"{stage.name} seed {seed}")
+            for seed, c in checkpoints.items()
+        }  # fmt: skip
+        workers = min(p.processes or len(jobs), len(jobs))
+        if workers == 1:  # no process to start (a second torch import costs seconds)
+            per_seed = {seed: _evaluate_seed(*args) for seed, args in jobs.items()}
+        else:  # seeds are independent runs: on a CPU they go `evaluate.processes` at a time, one per process
+            # Forked from a server that imported torch and transformers once, not spawned to import
+            # them again each (~3.5 s of CPU a process). The server runs no torch op before it forks,
+            # so no thread pool is inherited half-initialised (the reason not to fork a torch process).
+            context = get_context("forkserver")
+            context.set_forkserver_preload(["sweetflow.agents.transformers"])
+            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+                running = {seed: pool.submit(_evaluate_seed, *args) for seed, args in jobs.items()}
+                per_seed = {seed: job.result() for seed, job in running.items()}
+        out.metrics.update(over_seeds(per_seed, domain))
+    for path in progress.values():
+        path.unlink(missing_ok=True)
+    return out.metrics
+
+
+def _evaluate_seed(
+    params: Params, domain: str, tasks: list[dict], policy: ModelAgentParams, seed: int, progress: Path, out: Path, desc: str
+) -> dict:
+    frame = collect(tasks, get_domain(domain).make_agent(policy), params, domain, params.evaluate.samples_per_task,
+                    params.evaluate.seed + seed, progress, desc)  # fmt: skip
+    frame.write_parquet(out)
+    return summarize_episodes(frame, domain, tasks)

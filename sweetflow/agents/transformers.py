@@ -1,0 +1,178 @@
+"""The `transformers` agent backend: a local checkpoint generating in process, in batches.
+
+Each view becomes the chat-template text of `policy_chat(view)` with the assistant prompt appended;
+the views are generated in chunks of `batch_size`, left-padded so that every row's next token sits
+in the last column. Sampling is per episode: row i draws from its own `torch.Generator`, seeded by
+(episode seed, turn), so an episode's turn does not depend on which other episodes share its batch
+or on the global random state, and the same (task, sample, turn) samples the same way in every run.
+A row leaves the batch as soon as it stops (a decoding step costs in proportion to its rows), so
+a chunk of short questions is not held up by one long answer.
+
+Log-probs. For each generated token we record log softmax of the model's raw logits at that step —
+the policy's own distribution, before temperature and top-p — because that is the π(a|o) that the
+critic's advantage, candidate ranking and DPO compute later from a forward pass. The end-of-message
+token that stops generation is part of the action (the chat template's generation block, and so
+the SFT and DPO masks, include it), so it is counted in `n_tokens` and `logprob_sum`.
+
+Context. A prompt that leaves no room in the model's context is not truncated: the episode gets an
+exception (recorded as its failure reason), as an OpenAI-compatible server answers such a request
+with an error. Generation stops at the context's end otherwise.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+
+from sweetflow.dialogue import AgentTurn, ContextOverflow, EpisodeView
+from sweetflow.models.checkpoint import load_checkpoint
+from sweetflow.params import TransformersAgentParams
+from sweetflow.views import policy_chat
+
+
+def turn_seed(view: EpisodeView) -> int:
+    """The sampling seed of one turn; the `openai` backend sends the same one with its request."""
+    return view.seed * 100 + view.turn
+
+
+class TransformersAgent:
+    def __init__(self, params: TransformersAgentParams):
+        self.params = params
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        # One thread generates the tiny model 4x faster than two on this 2-core machine: its
+        # matrices are too small to split. `threads` (0: torch's default) is for bigger models.
+        threads = params.threads
+        if device == "cpu" and threads:
+            torch.set_num_threads(threads)
+        self.model, self.tokenizer = load_checkpoint(params.checkpoint, device)
+        config, generation = self.model.config, self.model.generation_config
+        self.max_context = getattr(config, "max_position_embeddings", None) or self.tokenizer.model_max_length
+        # Instruct models may end a turn with several tokens (Llama 3: <|eot_id|>, <|eom_id|>, ...).
+        stop = generation.eos_token_id if generation.eos_token_id is not None else self.tokenizer.eos_token_id
+        self.stop_ids = torch.tensor(stop if isinstance(stop, list) else [stop], device=device)
+        self.pad_id = self.tokenizer.pad_token_id
+        if self.pad_id is None:
+            self.pad_id = self.stop_ids[0].item()  # never attended to: padding is masked out
+
+    def act(self, views: list[EpisodeView]) -> list[AgentTurn | Exception]:
+        turns = []
+        for start in range(0, len(views), self.params.batch_size):
+            turns += self._act_batch(views[start : start + self.params.batch_size])
+        return turns
+
+    def _act_batch(self, views: list[EpisodeView]) -> list[AgentTurn | Exception]:
+        prompts = [
+            self.tokenizer.apply_chat_template(policy_chat(v), tokenize=False, add_generation_prompt=True)
+            for v in views
+        ]
+        # The template already writes the BOS token: don't let the tokenizer add a second one.
+        ids = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        fits = [i for i, x in enumerate(ids) if len(x) < self.max_context]
+        results: list[AgentTurn | Exception] = [
+            ContextOverflow(f"the prompt has {len(x)} tokens; the model's context holds {self.max_context}")
+            for x in ids
+        ]
+        if not fits:
+            return results
+        generators = [torch.Generator(self.model.device).manual_seed(turn_seed(views[i])) for i in fits]
+        generated = sample(
+            self.model, [ids[i] for i in fits], generators, self.params.temperature, self.params.top_p,
+            self.params.max_new_tokens, self.max_context, self.stop_ids, self.pad_id,
+        )  # fmt: skip
+        for i, (tokens, logprobs) in zip(fits, generated):
+            raw = self.tokenizer.decode(tokens, skip_special_tokens=True)
+            results[i] = AgentTurn(
+                prompt=prompts[i],
+                raw=raw,
+                message=raw.strip(),
+                logprob_sum=sum(logprobs),
+                logprob_mean=sum(logprobs) / len(logprobs),
+                n_tokens=len(tokens),
+            )
+        return results
+
+
+@torch.no_grad()
+def sample(
+    model,
+    prompts: list[list[int]],
+    generators: list[torch.Generator],
+    temperature: float,
+    top_p: float,
+    max_new_tokens: int,
+    max_context: int,
+    stop_ids: torch.Tensor,
+    pad_id: int,
+) -> list[tuple[list[int], list[float]]]:
+    """Generate a continuation of each prompt; return (token ids, their log-probs) per prompt.
+
+    A row stops after a token of `stop_ids` (kept), after `max_new_tokens`, or at the end of the
+    context. Temperature 0 is greedy decoding.
+    """
+    device = model.device
+    # Equal prompts (the candidates of one state, the samples of a task at its first turn) are read
+    # once: the prompt pass dominates the cost, and its cache is then copied to each of their rows.
+    index: dict[tuple[int, ...], int] = {}
+    which = torch.tensor([index.setdefault(tuple(p), len(index)) for p in prompts], device=device)
+    distinct = list(index)
+    width = max(len(p) for p in distinct)
+    input_ids = torch.full((len(distinct), width), pad_id, dtype=torch.long, device=device)
+    attention = torch.zeros((len(distinct), width), dtype=torch.long, device=device)
+    for i, p in enumerate(distinct):
+        input_ids[i, width - len(p) :] = torch.tensor(p, device=device)
+        attention[i, width - len(p) :] = 1
+    # Positions count real tokens only, so a left-padded row sees the positions it would see alone.
+    positions = (attention.cumsum(-1) - 1).clamp(min=0)
+    budget = torch.tensor([min(max_new_tokens, max_context - len(p)) for p in prompts], device=device)
+
+    cache = DynamicCache()
+    # logits_to_keep=1: only the last position's logits are needed, not the whole prompt's.
+    out = model(input_ids, attention_mask=attention, position_ids=positions, past_key_values=cache, logits_to_keep=1)
+    cache.batch_select_indices(which)
+    logits, attention, positions = out.logits[which, -1], attention[which], positions[which]
+    tokens: list[list[int]] = [[] for _ in prompts]
+    logprobs: list[list[float]] = [[] for _ in prompts]
+    # Every uniform a row may need, drawn up front from its own generator (one call per row, not one
+    # per row and step): its `budget` draws depend on nothing but the row itself.
+    steps = int(budget.max())
+    uniforms = torch.zeros((len(prompts), steps), dtype=torch.float64, device=device)
+    if temperature > 0:
+        for i, (g, n) in enumerate(zip(generators, budget.tolist())):
+            uniforms[i, :n] = torch.rand(n, generator=g, dtype=torch.float64, device=device)
+    live = list(range(len(prompts)))  # the prompts still generating, in the order of the batch's rows
+    for step in range(steps):
+        choice = choose(logits.float(), temperature, top_p, uniforms[live, step])
+        chosen_logp = torch.log_softmax(logits.float(), dim=-1).gather(1, choice[:, None]).squeeze(1)
+        for i, token, logp in zip(live, choice.tolist(), chosen_logp.tolist()):
+            tokens[i].append(token)
+            logprobs[i].append(logp)
+        going = ~torch.isin(choice, stop_ids) & (step + 1 < budget)
+        if not going.any():
+            break
+        if not going.all():  # drop finished rows: a step costs in proportion to the rows it decodes
+            keep = going.nonzero().flatten()
+            cache.batch_select_indices(keep)
+            attention, positions, choice, budget = attention[keep], positions[keep], choice[keep], budget[keep]
+            live = [live[k] for k in keep.tolist()]
+        attention = torch.cat([attention, torch.ones((len(live), 1), dtype=torch.long, device=device)], dim=1)
+        positions = positions[:, -1:] + 1
+        out = model(choice[:, None], attention_mask=attention, position_ids=positions, past_key_values=cache)
+        logits = out.logits[:, -1]
+    return list(zip(tokens, logprobs))
+
+
+def choose(logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor) -> torch.Tensor:
+    """The next token of each row: greedy at temperature 0, else a draw from the tempered
+    distribution restricted to its top-p nucleus, by inverting its CDF at the row's uniform in [0, 1)."""
+    if temperature == 0:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits / temperature, dim=-1)
+    if top_p < 1:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        # Keep the most likely tokens until their mass reaches top_p (the first one always).
+        keep = sorted_probs.cumsum(-1) - sorted_probs < top_p
+        probs = torch.zeros_like(probs).scatter(1, order, sorted_probs * keep)
+    cdf = probs.double().cumsum(-1)
+    # The first token whose cumulative mass exceeds u · total: a token of zero mass is never chosen.
+    chosen = torch.searchsorted(cdf, (uniforms * cdf[:, -1])[:, None], right=True).squeeze(1)
+    return chosen.clamp(max=probs.shape[-1] - 1)

@@ -1,0 +1,62 @@
+"""The backend programming domain: the answer is a Python function, run in the sandbox against the
+task's hidden tests (reward: the share of tests passed; success: all of them); the simulated human
+answers questions from the task's hidden facts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import polars as pl
+
+from sweetflow.backend.agents import NoAsk, ScriptedExpert
+from sweetflow.backend.sandbox.pool import Sandbox
+from sweetflow.backend.scoring import score_answers
+from sweetflow.backend.simulators import make_human
+from sweetflow.dialogue import Agent
+from sweetflow.domain import Domain, DomainRuntime, Score
+from sweetflow.params import NoAskAgentParams, Params, ScriptedAgentParams
+
+
+class Backend(Domain):
+    name = "backend"
+    headline = ("tests_passed", "success_rate")
+    goal_metric = "success_rate"
+
+    @contextmanager
+    def open(self, params: Params) -> Iterator[DomainRuntime]:
+        p = params.backend
+        with Sandbox(p.scoring) as sandbox:
+            endpoint = p.simulator.endpoint
+            yield sandbox_runtime(make_human(p.simulator), sandbox, endpoint.concurrency if endpoint else 1)
+
+    def scripted_agent(self, p: ScriptedAgentParams | NoAskAgentParams) -> Agent:
+        return ScriptedExpert(p.skill) if p.backend == "scripted" else NoAsk()
+
+    def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
+        n = frame.height
+        return {
+            "tests_passed": float(frame["reward"].mean()) if n else 0.0,
+            "success_rate": float(frame["success"].mean()) if n else 0.0,
+        }
+
+
+def view_fields(task: dict) -> dict:
+    """What scripted agents may read: the facts a competent asker would ask about and how to write
+    the answer once they are known (`sweetflow.dialogue.EpisodeView`)."""
+    return {"topics": list(task.get("facts") or []), "template": task.get("template") or ""}
+
+
+def sandbox_runtime(human, sandbox: Sandbox, human_concurrency: int = 1) -> DomainRuntime:
+    """The backend's runtime around a started sandbox: answers run against each task's tests."""
+
+    def score(tasks: list[dict], answers: list[str]) -> list[Score]:
+        results = score_answers(
+            answers, [list(t["expected"]) for t in tasks], [list(t["test_cases"]) for t in tasks], sandbox
+        )
+        return [Score(r.tests_passed, r.success, r.status) for r in results]
+
+    return DomainRuntime("backend", human, human_concurrency, score, view_fields, Score(0.0, False, None))
+
+
+DOMAIN = Backend()

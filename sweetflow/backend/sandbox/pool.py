@@ -1,0 +1,232 @@
+"""Run untrusted Python — agent answers, imported references — isolated from us and each other.
+
+`Sandbox` keeps a small pool of pre-warmed worker processes (`sweetflow.backend.sandbox.worker`). Each job
+(one piece of code plus the test calls to evaluate after it) runs in a fresh child forked by a
+worker: own session, own unprivileged uid, resource limits, no network, an empty temporary
+directory, a scrubbed environment. The per-call timeout is enforced in the child, the per-job
+wall-clock bound by the worker, and a worker that dies is replaced; nothing an answer does can take
+the caller down. Outputs come back as plain-data JSON text (`sweetflow.backend.sandbox.plaindata`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import random
+import select
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from tqdm import tqdm
+
+from sweetflow.params import SandboxParams
+
+log = logging.getLogger(__name__)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+# Layers that only a root worker can set up; without them the sandbox still runs, with a warning.
+ROOT_LAYERS = ("no-network", "private-tmp", "unprivileged-uid")
+
+
+@dataclass(frozen=True)
+class Job:
+    code: str
+    calls: Sequence[str]
+
+
+@dataclass
+class Execution:
+    """What running one job produced.
+
+    `status` is "ok" when the code ran and every call was attempted; otherwise the reason the run
+    ended early. `outputs[i]` is the plain-data JSON of call i, or None when `call_errors[i]` says
+    why there is none.
+    """
+
+    status: str
+    outputs: list[str | None]
+    call_errors: list[str | None]
+
+    @classmethod
+    def failed(cls, status: str, n_calls: int) -> "Execution":
+        return cls(status, [None] * n_calls, ["not_run"] * n_calls)
+
+    def failure_kinds(self) -> Counter:
+        kinds = Counter({self.status: 1}) if self.status != "ok" else Counter()
+        kinds.update(f"call_{e}" for e in self.call_errors if e not in (None, "not_run"))
+        return kinds
+
+
+def parse_result(reply: dict, n_calls: int) -> Execution:
+    """Turn a worker reply into an Execution; anything malformed counts as a protocol error."""
+    outputs: list[str | None] = [None] * n_calls
+    errors: list[str | None] = ["not_run"] * n_calls
+    status = None
+    lines = reply.get("lines", "").splitlines()
+    try:
+        for line in lines:
+            where, kind, *rest = line.split("\t", 2)
+            if where in ("compile", "exec"):
+                if kind == "error":
+                    status = f"{where}_{rest[0]}" if where == "exec" else "compile_error"
+                continue
+            i = int(where)
+            if not 0 <= i < n_calls:
+                raise ValueError(f"call index {i} out of range")
+            if kind == "out":
+                outputs[i], errors[i] = rest[0], None
+            elif kind == "error":
+                outputs[i], errors[i] = None, rest[0][:40]
+            else:
+                raise ValueError(f"unknown record {kind!r}")
+    except (ValueError, IndexError):
+        return Execution.failed("protocol_error", n_calls)
+    if status is None:
+        if reply.get("problem"):
+            status = reply["problem"]
+        elif reply.get("signal"):
+            status = "killed_by_signal"
+        elif not lines:
+            status = "no_result"
+        elif "not_run" in errors:
+            status = "exited_early"
+        else:
+            status = "ok"
+    return Execution(status, outputs, errors)
+
+
+@dataclass
+class _Worker:
+    params: SandboxParams
+    proc: subprocess.Popen | None = None
+    isolation: list[str] = field(default_factory=list)
+    scratch: tempfile.TemporaryDirectory | None = None
+
+    def start(self) -> None:
+        self.scratch = tempfile.TemporaryDirectory(prefix="sweetflow-sandbox-")
+        os.chmod(self.scratch.name, 0o700)
+        # A fresh uid per worker, far above any real account, so that its children can signal
+        # nobody but themselves, and RLIMIT_NPROC counts them alone.
+        uid = random.SystemRandom().randrange(1_000_000, 2_000_000_000)
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPATH": str(PROJECT_ROOT),
+            "SWEETFLOW_SANDBOX_UID": str(uid),
+            "SWEETFLOW_SANDBOX_SCRATCH": self.scratch.name,
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sweetflow.backend.sandbox.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd="/",
+            start_new_session=True,
+        )
+        hello = self._read_line(timeout=60)
+        if hello is None:
+            raise RuntimeError("sandbox worker failed to start")
+        self.isolation = json.loads(hello)["isolation"]
+
+    def _read_line(self, timeout: float) -> bytes | None:
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        return self.proc.stdout.readline() or None
+
+    def run(self, job: Job) -> Execution:
+        request = {"code": job.code, "calls": list(job.calls), "limits": self.params.model_dump()}
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+            line = self._read_line(timeout=self.params.task_timeout_s + 30)
+        except (BrokenPipeError, OSError):
+            line = None
+        if line is None:
+            # The worker itself died or hung (an answer got at it): replace it, fail this job only.
+            self.stop()
+            self.start()
+            return Execution.failed("sandbox_error", len(job.calls))
+        return parse_result(json.loads(line), len(job.calls))
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                try:
+                    pipe.close()
+                except OSError:  # unsent bytes to a dead worker
+                    pass
+            self.proc = None
+        if self.scratch is not None:
+            self.scratch.cleanup()
+            self.scratch = None
+
+
+class Sandbox:
+    """A pool of sandbox workers. Use as a context manager; `run` keeps the order of its jobs."""
+
+    def __init__(self, params: SandboxParams):
+        self.params = params
+        n = self.params.workers or os.cpu_count() or 1
+        self._workers = [_Worker(self.params) for _ in range(n)]
+
+    def __enter__(self) -> "Sandbox":
+        for w in self._workers:
+            w.start()
+        missing = [layer for layer in ROOT_LAYERS if layer not in self.isolation]
+        if missing:
+            log.warning("sandbox runs without %s (needs root and namespaces)", ", ".join(missing))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for w in self._workers:
+            w.stop()
+
+    @property
+    def isolation(self) -> list[str]:
+        return self._workers[0].isolation
+
+    def run(self, jobs: Iterable[Job], desc: str | None = None) -> list[Execution]:
+        jobs = list(jobs)
+        results: list[Execution | None] = [None] * len(jobs)
+        todo: queue.SimpleQueue = queue.SimpleQueue()
+        for item in enumerate(jobs):
+            todo.put(item)
+        bar = tqdm(total=len(jobs), desc=desc, disable=desc is None, unit="job")
+        lock = threading.Lock()
+
+        def drain(worker: _Worker) -> None:
+            while True:
+                try:
+                    i, job = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    results[i] = worker.run(job)
+                except Exception as e:  # noqa: BLE001 - a broken worker fails its job, never the run
+                    log.warning("sandbox worker failed (%s); restarting it", e)
+                    worker.stop()
+                    worker.start()
+                    results[i] = Execution.failed("sandbox_error", len(job.calls))
+                with lock:
+                    bar.update()
+
+        threads = [threading.Thread(target=drain, args=(w,), daemon=True) for w in self._workers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        bar.close()
+        return results  # type: ignore[return-value]

@@ -1,0 +1,127 @@
+"""Backend scoring by ColBench's rules, with every piece of code run in the sandbox.
+
+A test passes when the answer's output equals the reference's output and the reference's output is
+not None; a task's score is the fraction of its tests passed, success is all of them. The
+reference's outputs are computed once per task (`check_references`) and stored with the task.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from sweetflow.backend.sandbox import plaindata
+from sweetflow.backend.sandbox.pool import Job, Sandbox
+
+# Strings for which ColBench's evaluator refuses to run a piece of code (docs/benchmark.md). We don't need
+# the filter (the sandbox contains such code), but flag references it would have rejected.
+OFFICIAL_FILTER = ("sudo",)
+FLAGS = ("reference_error", "call_error", "nondeterministic", "none_output", "self_unequal", "official_filter")
+
+# Decoding or comparing plain data can still raise (Decimal('sNaN') == 1, deep nesting): a fail.
+COMPARISON_ERRORS = (plaindata.EncodingError, ArithmeticError, RecursionError, TypeError, ValueError)
+
+FENCE_RE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S | re.I)
+
+
+def extract_code(answer: str) -> str:
+    """The code in an answer: its first fenced block if it has one, else the whole text."""
+    match = FENCE_RE.search(answer)
+    return match.group(1) if match else answer
+
+
+def passes_test(expected: str | None, output: str | None) -> bool:
+    if expected is None or output is None:
+        return False
+    try:
+        reference = plaindata.loads(expected)
+        if reference is None:
+            return False
+        return bool(plaindata.loads(output) == reference)
+    except COMPARISON_ERRORS:
+        return False
+
+
+@dataclass
+class ReferenceCheck:
+    expected: list[str | None]
+    reference_passes: int
+    flags: list[str]
+
+
+def check_references(tasks: list[dict], sandbox: Sandbox, desc: str | None = None) -> list[ReferenceCheck]:
+    """Run each reference twice; keep the first run's outputs as expected, flag anything odd."""
+    jobs = [Job(t["ground_truth"], t["test_cases"]) for t in tasks]
+    runs = sandbox.run(jobs + jobs, desc=desc)
+    first, second = runs[: len(jobs)], runs[len(jobs) :]
+    checks = []
+    for task, a, b in zip(tasks, first, second):
+        flags = []
+        if a.status != "ok":
+            flags.append("reference_error")
+        elif any(e is not None for e in a.call_errors):
+            flags.append("call_error")
+        if a.outputs != b.outputs:
+            flags.append("nondeterministic")
+        decoded = [_safe_loads(o) for o in a.outputs if o is not None]
+        if any(o is None for o in decoded):
+            flags.append("none_output")
+        if any(o is not None and not _equal_to_itself(o) for o in decoded):
+            flags.append("self_unequal")
+        if any(s in task["ground_truth"] for s in OFFICIAL_FILTER):
+            flags.append("official_filter")
+        passes = sum(passes_test(e, o) for e, o in zip(a.outputs, b.outputs))
+        checks.append(ReferenceCheck(a.outputs, passes, flags))
+    return checks
+
+
+def _safe_loads(text: str) -> object:
+    try:
+        return plaindata.loads(text)
+    except plaindata.EncodingError:
+        return plaindata.Opaque("malformed")
+
+
+def _equal_to_itself(value: object) -> bool:
+    try:
+        return bool(value == plaindata.loads(plaindata.dumps(value)))
+    except COMPARISON_ERRORS:
+        return False
+
+
+@dataclass
+class AnswerScore:
+    tests_passed: float
+    success: bool
+    passed: list[bool]
+    status: str
+    failures: Counter = field(default_factory=Counter)
+
+
+def score_answers(
+    answers: list[str], expected: list[list[str | None]], calls: list[list[str]], sandbox: Sandbox, desc: str | None = None
+) -> list[AnswerScore]:
+    """Score each answer's code against its task's expected outputs."""
+    runs = sandbox.run([Job(extract_code(a), c) for a, c in zip(answers, calls)], desc=desc)
+    scores = []
+    for run, exp in zip(runs, expected):
+        passed = [passes_test(e, o) for e, o in zip(exp, run.outputs)]
+        n = max(len(exp), 1)
+        fraction = sum(passed) / n
+        scores.append(AnswerScore(fraction, fraction == 1.0 and len(exp) > 0, passed, run.status, run.failure_kinds()))
+    return scores
+
+
+def summarize(scores: list[AnswerScore]) -> dict:
+    """The backend metrics: mean fraction of tests passed, success rate, count, failures by kind."""
+    n = len(scores)
+    failures = Counter()
+    for s in scores:
+        failures.update(s.failures)
+    return {
+        "tests_passed": sum(s.tests_passed for s in scores) / n if n else 0.0,
+        "success_rate": sum(s.success for s in scores) / n if n else 0.0,
+        "count": n,
+        "sandbox_failures": dict(sorted(failures.items())),
+    }

@@ -1,0 +1,92 @@
+"""Import and export of ColBench's official backend JSONL shape.
+
+A row is `{"problem_description": str, "ground_truth": str, "test_cases": {"test1": str, ...},
+"hidden_information": str (optional, equal to ground_truth)}`. Rows become task records of
+`sweetflow.backend.tasks.table.TASK_SCHEMA`; any bad row stops the import with the file, line and field.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from sweetflow.inputs import ImportRowError, iter_jsonl
+
+SIGNATURE_RE = re.compile(r"(def\s+\w+\s*\(.*?\))\s*:?\s*$", re.S)
+
+
+def task_from_row(row: dict, path: Path | str = "<row>", line: int = 0) -> dict:
+    """One official row (or a trajectory's `task`) as a task record."""
+
+    def need_str(field: str) -> str:
+        value = row.get(field)
+        if not isinstance(value, str) or not value.strip():
+            raise ImportRowError(path, line, field, f"expected a non-empty string, got {value!r:.80}")
+        return value
+
+    description = need_str("problem_description")
+    reference = need_str("ground_truth")
+    tests = row.get("test_cases")
+    if isinstance(tests, str):  # some dumps store the dict JSON-encoded
+        try:
+            tests = json.loads(tests)
+        except json.JSONDecodeError:
+            raise ImportRowError(path, line, "test_cases", "a string that is not a JSON object") from None
+    if not isinstance(tests, dict) or not tests:
+        raise ImportRowError(path, line, "test_cases", f"expected an object test1..testN, got {tests!r:.80}")
+    bad = [k for k, v in tests.items() if not isinstance(v, str)]
+    if bad:
+        raise ImportRowError(path, line, f"test_cases.{bad[0]}", "expected a call expression string")
+    calls = [tests[k] for k in sorted(tests, key=_test_order)]
+    function_name, signature = _function_of(reference, description)
+    digest = hashlib.sha1((reference + "\n" + "\n".join(calls)).encode()).hexdigest()[:12]
+    return {
+        "task_id": f"colbench-{digest}",
+        "family": "colbench",
+        "function_name": function_name,
+        "signature": signature,
+        "problem_description": description,
+        "ground_truth": reference,
+        "template": "",
+        "test_cases": calls,
+        "facts": [],
+    }
+
+
+def _test_order(key: str) -> tuple[int, str]:
+    digits = re.sub(r"\D", "", key)
+    return (int(digits) if digits else 0, key)
+
+
+def _function_of(reference: str, description: str) -> tuple[str, str]:
+    """Name and signature of the function the task asks for (the first top-level def)."""
+    match = SIGNATURE_RE.search(description.strip())
+    try:
+        tree = ast.parse(reference)
+        fn = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        name = fn.name
+    except (SyntaxError, StopIteration, ValueError):
+        name = re.match(r"def\s+(\w+)", match.group(1)).group(1) if match else ""
+    return name, match.group(1) if match else f"def {name}(...)"
+
+
+def read_backend_jsonl(path: Path | str, limit: int | None = None) -> list[dict]:
+    return [task_from_row(row, path, line) for line, row in iter_jsonl(path, limit)]
+
+
+def to_official_row(task: dict) -> dict:
+    return {
+        "problem_description": task["problem_description"],
+        "ground_truth": task["ground_truth"],
+        "hidden_information": task["ground_truth"],
+        "test_cases": {f"test{i + 1}": call for i, call in enumerate(task["test_cases"])},
+    }
+
+
+def write_backend_jsonl(tasks: list[dict], path: Path | str) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for task in tasks:
+            fh.write(json.dumps(to_official_row(task)) + "\n")

@@ -1,0 +1,84 @@
+"""ColBench's two domains behind one interface, found by name.
+
+An episode is the same in both: an agent and a simulated human talk for at most `max_turns` turns
+and the final answer is scored. What differs is who plays the parts and how an answer is scored:
+
+- backend (`sweetflow.backend`): the answer is a Python function, run in the sandbox against the
+  task's hidden tests (reward: the share of tests passed; success: all of them); the human answers
+  from hidden facts.
+- frontend (`sweetflow.frontend`): the answer is an HTML page, rendered by headless Chromium and
+  compared with the target's screenshot (reward: visual similarity; no success); the human names
+  how the shown page differs.
+
+`get_domain(name)` gives the `Domain`; its `open(params)` starts what the domain needs (the
+sandbox's workers, or a browser) and yields a `DomainRuntime` for the rollout engine. Making a
+domain's tasks (`tasks@<domain>`) is each domain's `build_tasks(params) -> TaskSet`
+(`sweetflow.backend.tasks.build`, `sweetflow.frontend.build`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+import polars as pl
+
+from sweetflow.agents.model import make_model_agent
+from sweetflow.dialogue import Agent
+from sweetflow.params import DOMAINS, AgentParams, NoAskAgentParams, Params, ScriptedAgentParams
+
+
+@dataclass
+class Score:
+    reward: float  # backend: share of tests passed; frontend: similarity to the target
+    success: bool | None  # backend: every test passed; frontend: None (similarity has no pass mark)
+    status: str | None  # backend: the sandbox's status; frontend: "rendered", "no_html", ...; None: not scored
+
+
+@dataclass
+class DomainRuntime:
+    """What the rollout engine needs of a started domain."""
+
+    name: str
+    human: object  # `reply(task, messages) -> str`
+    human_concurrency: int  # simulator calls in flight at once (an endpoint's bound; 1 offline)
+    score: Callable[[list[dict], list[str]], list[Score]]  # (tasks, final answers) -> one Score each
+    view_fields: Callable[[dict], dict]  # what scripted agents may read besides the public task
+    unscored: Score  # what an episode that could not be completed scores
+
+
+class Domain(ABC):
+    name: str
+    # The two metrics of the paper's Table 2, as metrics files name them; `goal_metric` is the one
+    # the paper's ordering is checked on.
+    headline: tuple[str, str]
+    goal_metric: str
+
+    @abstractmethod
+    def open(self, params: Params) -> AbstractContextManager[DomainRuntime]:
+        """Start the simulator and the scorer the params name."""
+
+    @abstractmethod
+    def scripted_agent(self, p: ScriptedAgentParams | NoAskAgentParams) -> Agent:
+        """The domain's own agent for a `scripted` or `no_ask` agent section."""
+
+    def make_agent(self, p: AgentParams) -> Agent:
+        """The agent `p` describes, playing this domain: scripted agents are the domain's own, model
+        agents are not (their prompt follows the view's domain)."""
+        return self.scripted_agent(p) if p.backend in ("scripted", "no_ask") else make_model_agent(p)
+
+    @abstractmethod
+    def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
+        """The headline metrics of a set of trajectories (TRAJECTORY_SCHEMA) on `tasks`."""
+
+
+def get_domain(name: str) -> Domain:
+    """The domain named `name`, from `sweetflow.<name>.domain`. Imported by name when a stage asks
+    for it: a stage of one domain loads only that domain's code, which is what its dvc.yaml
+    dependencies (`sweetflow/<domain>`) cover."""
+    if name not in DOMAINS:
+        raise ValueError(f"unknown domain {name!r}; expected one of {list(DOMAINS)}")
+    return importlib.import_module(f"sweetflow.{name}.domain").DOMAIN

@@ -1,0 +1,40 @@
+"""Making the frontend's tasks (stage `tasks@frontend`): generate or import them, then render every
+target page to check it."""
+
+from __future__ import annotations
+
+from sweetflow.frontend.checks import FLAGS, check_targets
+from sweetflow.frontend.render import RenderPool
+from sweetflow.frontend.similarity import Similarity
+from sweetflow.frontend.tasks import CHECKED_FRONTEND_SCHEMA, generate_frontend_tasks, read_frontend_jsonl, to_frame
+from sweetflow.params import Params
+from sweetflow.tables import TaskSet, flag_counts
+
+
+def build_tasks(params: Params) -> TaskSet:
+    """Every target page is rendered twice; its screenshot is stored with the task, pages that fail
+    or render differently are flagged; the page made from the description alone is scored as each
+    task's reference."""
+    p = params.frontend
+    if p.tasks.source == "procedural":
+        train, test = generate_frontend_tasks(p.tasks.n_train, p.tasks.n_test, p.tasks.seed, progress=True)
+        inputs = []
+    else:
+        test = read_frontend_jsonl(p.tasks.colbench_test, limit=p.tasks.colbench_test_rows)
+        train = read_frontend_jsonl(p.tasks.colbench_train) if p.tasks.colbench_train else []
+        inputs = [path for path in (p.tasks.colbench_test, p.tasks.colbench_train) if path]
+    similarity = Similarity(p.scoring.similarity)
+    splits, metrics = {}, {"similarity_metric": p.scoring.similarity.metric}
+    with RenderPool(p.scoring.render) as pool:
+        for split, tasks in (("train", train), ("test", test)):
+            checks = check_targets(tasks, pool, similarity, desc=f"targets ({split})")
+            rows = [
+                {**t, "target_png": c.target_png, "reference_similarity": c.reference_similarity, "flags": c.flags}
+                for t, c in zip(tasks, checks)
+            ]
+            splits[split] = to_frame(rows, split, CHECKED_FRONTEND_SCHEMA)
+            metrics[split] = flag_counts([c.flags for c in checks], FLAGS)
+            if checks:
+                mean = sum(c.reference_similarity for c in checks) / len(checks)
+                metrics[split]["reference_similarity"] = round(mean, 4)
+    return TaskSet(splits, inputs, metrics)

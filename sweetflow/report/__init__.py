@@ -1,0 +1,1 @@
+"""The final report: reading the evaluations, checking the paper's ordering, writing tables and plots."""

@@ -1,0 +1,130 @@
+"""The report as markdown (`reports/results.md`) and as data (`results.json`): the paper's Table 2
+rebuilt from our evaluations, domain by domain, with the check of the paper's ordering."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from sweetflow.report.read import NOT_RUN, DomainResults, DomainSpec, label
+
+
+def goal_sentences(check: dict, spec: DomainSpec) -> list[str]:
+    name = spec.columns[spec.goal_metric]
+    if not check["made"]:
+        names = ", ".join(f"{label(m)} (`{m}`)" for m in check["missing"])
+        return [f"The check cannot be made: not run yet: {names}."]
+    s = {m: _pct(v) for m, v in check["values"].items()}
+    chain = f"{s['sweet']} > {s['mtdpo']} > {s['rft']} ≥ {s['zero_shot']}"
+    if check["ordering_holds"]:
+        ordering = f"SWEET-RL > MT-DPO > RFT ≥ Zero-shot on mean {name} **holds** ({chain})."
+    else:
+        fails = "; ".join(" vs ".join(label(m) for m in link.split(" vs ")) for link in check["ordering_fails_at"])
+        ordering = f"SWEET-RL > MT-DPO > RFT ≥ Zero-shot on mean {name} **does not hold** ({chain}; fails at: {fails})."
+    gap = f"The SWEET-RL − MT-DPO gap in mean {name} is {check['gap'] * 100:.1f} points"
+    if check["spread"] is None:
+        spread = f"{gap}; the seed spread cannot be estimated: SWEET-RL and MT-DPO need at least two seeds each."
+    else:
+        verdict = "**holds**" if check["gap_exceeds_spread"] else "**does not hold**"
+        spread = (f"{gap}; the seed spread, defined as the larger of the two methods' sample standard "
+                  f"deviations of {name} over seeds, is {check['spread'] * 100:.1f} points: gap > spread {verdict}.")  # fmt: skip
+    return [ordering, spread]
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:.1f}"
+
+
+def cell(mean: float | None, std: float | None) -> str:
+    """ "mean ± std" in % for a run over seeds, the plain value for a single run."""
+    if mean is None:
+        return NOT_RUN
+    return _pct(mean) if std is None else f"{_pct(mean)} ± {_pct(std)}"
+
+
+def render_markdown(results: list[DomainResults], seeds: list[int], plots: str) -> str:
+    """results.md; `plots` is the directory of the PNGs relative to where the file is read."""
+    out = [
+        "# sweetflow results: SWEET-RL on ColBench",
+        "",
+        (f"Each trained policy is trained, and each checkpoint evaluated, once per seed over "
+         f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} ({', '.join(map(str, seeds))}); "
+         f"the scripted agents run once."),
+        "",
+        "The paper's numbers (arXiv 2503.15478) are for Llama-3.1-8B on the official ColBench. They are not "
+        "comparable with this project's tiny default (a sub-million-parameter policy on procedurally generated "
+        "tasks, and an offline image similarity instead of CLIP for the frontend); compare the ordering of the "
+        "methods, not the values.",
+        "",
+    ]
+    for r in results:
+        out += _domain_markdown(r, seeds)
+    out += [
+        "## Plots",
+        "",
+        f"![The headline metrics per method]({plots}/methods.png)",
+        "",
+        f"![Training loss curves]({plots}/training_curves.png)",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
+    spec = r.spec
+    a, b = spec.columns
+    out = [
+        f"## {spec.title} (`{r.domain}`)",
+        "",
+        f"Numbers are {spec.description}, on the test tasks.",
+        "",
+        f"| method | key | {a} (%) | {b} (%) | seeds | paper: {a} (%) | paper: {b} (%) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in r.rows:
+        paper = row.paper or ("—", "—")
+        out.append(
+            f"| {row.label} | `{row.method}` | {cell(row.means[0], row.stds[0])} | {cell(row.means[1], row.stds[1])} "
+            f"| {row.n_seeds if row.ran else '—'} | {paper[0]} | {paper[1]} |"
+        )
+    out += ["", f"GPT-4o, collaborative, in the paper: {spec.gpt4o[0]} / {spec.gpt4o[1]}.", ""]
+    counts = sorted({row.n_seeds for row in r.rows if row.ran and row.stds[0] is not None})
+    if counts and [len(seeds)] != counts:
+        out += [f"Note: params list {len(seeds)} seeds but the evaluated checkpoints have "
+                f"{', '.join(map(str, counts))}; rerun the pipeline for the current seeds.", ""]  # fmt: skip
+    if r.reference is None:
+        out += ["References scored as answers (sanity check of the benchmark): not run.", ""]
+    else:
+        values = ", ".join(f"{_pct(v)}% {name}" for v, name in zip(r.reference.means, spec.columns))
+        out += [f"References scored as answers (sanity check of the benchmark, expected 100%): {values}.", ""]
+    out += [f"### Goal check ({r.domain})", "", *goal_sentences(r.check, spec), ""]
+    if r.critics:
+        out += [
+            f"### Critics ({r.domain})",
+            "",
+            "| critic | trajectory pairs | held-out pair accuracy (%) | ranking agreement (%) |",
+            "|---|---|---|---|",
+        ]
+        for c in r.critics:
+            pairs = "—" if c["pairs"] is None else f"{c['pairs']:.0f}"
+            acc, agree = (("—" if c[k] is None else _pct(c[k])) for k in ("heldout_accuracy", "ranking_agreement"))
+            out.append(f"| `{c['critic']}` | {pairs} | {acc} | {agree} |")
+        out.append("")
+    return out
+
+
+def results_data(results: list[DomainResults], seeds: list[int]) -> dict:
+    """The tables as data (results.json)."""
+    return {
+        "seeds": seeds,
+        "domains": {
+            r.domain: {
+                "metrics": r.spec.metrics,
+                "rows": [asdict(row) for row in r.rows],
+                "reference": None if r.reference is None else asdict(r.reference),
+                "goal_check": r.check,
+                "critics": r.critics,
+                "paper_gpt4o": r.spec.gpt4o,
+            }
+            for r in results
+        },
+    }

@@ -1,0 +1,266 @@
+"""Reading what the evaluations and stages wrote under `reports/<domain>/`, and checking the paper's
+ordering. Every input may be missing (stages not run yet); a missing method becomes a "not run" row
+and a missing curve a missing line, so the report can be written at any point of the pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweetflow.errors import InputError
+
+# Rows of Table 2 in the paper's order; trained methods not listed here go after these.
+TRAINED = {
+    "zero_shot": "Zero-shot",
+    "rft": "Rejection fine-tuning",
+    "mtdpo": "Multi-turn DPO",
+    "sweet": "SWEET-RL",
+}
+
+
+SCRIPTED = {
+    "expert": "Expert (scripted, upper bound)",
+    "no_ask": "No questions (scripted, lower bound)",
+}
+
+
+LABELS = {**TRAINED, "sweet_no_info": "SWEET-RL without training-time information", **SCRIPTED}
+
+
+# The reference solutions scored as answers: a check of the benchmark, not a method.
+REFERENCE = "reference"
+
+
+NOT_RUN = "not run"
+
+
+@dataclass(frozen=True)
+class DomainSpec:
+    """How one domain's results are read and shown: its two headline metrics (fractions in the
+    metrics files, % in the table), the one the paper's ordering is checked on, and the paper's
+    numbers (arXiv 2503.15478, Table 2 and ablations, Llama-3.1-8B; GPT-4o collaborating)."""
+
+    title: str
+    metrics: tuple[str, str]
+    columns: tuple[str, str]
+    goal_metric: int  # index into `metrics`
+    description: str
+    paper: dict[str, tuple[float, float]]
+    gpt4o: tuple[float, float]
+
+
+DOMAINS = {
+    "backend": DomainSpec(
+        "Backend programming",
+        ("tests_passed", "success_rate"),
+        ("tests passed", "success"),
+        1,
+        "% of hidden tests passed and % of tasks solved (all tests passed)",
+        {"zero_shot": (34.2, 22.4), "rft": (40.9, 28.2), "mtdpo": (48.0, 34.4), "sweet": (56.8, 40.4),
+         "sweet_no_info": (44.0, 31.2)},  # fmt: skip
+        (54.6, 40.4),
+    ),
+    "frontend": DomainSpec(
+        "Frontend design",
+        ("similarity", "win_rate"),
+        ("similarity", "win rate"),
+        1,
+        "mean visual similarity of the final page to the target (×100) and % of tasks on which the page is "
+        "closer to the target than the page made from the description alone (a tie is half a win)",
+        {"zero_shot": (72.4, 33.8), "rft": (75.2, 38.6), "mtdpo": (76.9, 42.8), "sweet": (77.7, 48.2)},
+        (78.1, 50.0),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One method of a domain's table; means and stds are fractions, stds None for a single run."""
+
+    method: str
+    label: str
+    ran: bool
+    means: tuple[float | None, float | None] = (None, None)
+    stds: tuple[float | None, float | None] = (None, None)
+    n_seeds: int = 0
+    paper: tuple[float, float] | None = None
+
+
+def read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _number(data: dict, key: str, path: Path) -> float:
+    if key not in data:
+        raise InputError(f"{path}: field {key!r} is missing")
+    value = data[key]
+    # bool is an int subclass; a true/false here is a bug upstream, not a rate.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{path}: field {key!r} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def method_row(method: str, data: dict, path: Path, spec: DomainSpec) -> Row:
+    """A Row from one metrics.json: a single run, or a checkpoint's means over seeds (has "seeds")."""
+    means = tuple(_number(data, key, path) for key in spec.metrics)
+    if "seeds" not in data:
+        return Row(method, label(method), True, means, (None, None), 1, spec.paper.get(method))
+    if not isinstance(data["seeds"], dict) or not data["seeds"]:
+        raise InputError(f"{path}: field 'seeds' must be a non-empty mapping of seed to metrics")
+    stds = tuple(_number(data, f"{key}_std", path) for key in spec.metrics)
+    return Row(method, label(method), True, means, stds, len(data["seeds"]), spec.paper.get(method))
+
+
+def label(method: str) -> str:
+    return LABELS.get(method, method)
+
+
+def read_methods(domain_reports: Path, spec: DomainSpec) -> dict[str, Row]:
+    """Every `<domain_reports>/<method>/metrics.json` present, by method name."""
+    if not domain_reports.is_dir():
+        return {}
+    return {
+        d.name: method_row(d.name, read_json(d / "metrics.json"), d / "metrics.json", spec)
+        for d in sorted(domain_reports.iterdir())
+        if (d / "metrics.json").is_file()
+    }
+
+
+def table_rows(methods: dict[str, Row], spec: DomainSpec, trained: bool = True) -> list[Row]:
+    """Table 2's rows: the paper's methods (present or not, when the domain is trained), other
+    trained methods, the scripted bounds (present or not), then any other single-run agent; the
+    reference is left out."""
+    others = sorted(m for m in methods if m not in TRAINED and m not in SCRIPTED and m != REFERENCE)
+    paper_rows = list(TRAINED) if trained else [m for m in TRAINED if m in methods]
+    order = (
+        paper_rows
+        + [m for m in others if methods[m].n_seeds and methods[m].stds[0] is not None]
+        + list(SCRIPTED)
+        + [m for m in others if methods[m].stds[0] is None]
+    )
+    return [methods.get(m) or Row(m, label(m), False, paper=spec.paper.get(m)) for m in order]
+
+
+def read_critics(stage_reports: Path) -> list[dict]:
+    """Per critic, the optional numbers of `<stage_reports>/critics/<name>/metrics.json` (training
+    pairs, held-out pair accuracy) and `<stage_reports>/critic_check/<name>/metrics.json` (ranking
+    agreement); None where absent."""
+    names = sorted({d.name for sub in ("critics", "critic_check") for d in _subdirs(stage_reports / sub)})
+    rows = []
+    for name in names:
+        row = {"critic": name, "pairs": None, "heldout_accuracy": None, "ranking_agreement": None}
+        for sub, fields in (("critics", (("pairs", "train_pairs"), ("heldout_accuracy", "heldout_accuracy"))),
+                            ("critic_check", (("ranking_agreement", "ranking_agreement"),))):  # fmt: skip
+            path = stage_reports / sub / name / "metrics.json"
+            if path.is_file():
+                data = read_json(path)
+                for field, key in fields:
+                    if data.get(key) is not None:
+                        row[field] = _number(data, key, path)
+        rows.append(row)
+    return rows
+
+
+def read_curve(path: Path) -> tuple[list[float], list[float]]:
+    """A DVCLive TSV (`step<TAB>name` header, one row per logged step) as (steps, values)."""
+    lines = path.read_text().splitlines()
+    if not lines or not lines[0].startswith("step\t"):
+        raise InputError(f"{path}: expected a DVCLive TSV with a 'step<TAB><name>' header")
+    steps, values = [], []
+    for i, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            step, value = line.split("\t")[:2]
+            steps.append(float(step))
+            values.append(float(value))
+        except ValueError:
+            raise InputError(f"{path}: line {i}: expected '<step>\\t<value>', got {line!r}") from None
+    return steps, values
+
+
+def find_curves(stage_reports: Path, prefix: str = "") -> list[tuple[str, list[tuple[str, Path]]]]:
+    """Panels of training curves as (title, [(line label, TSV path)]), only for files present."""
+    panels = []
+
+    def panel(title: str, lines: list[tuple[str, Path]]) -> None:
+        present = [(name, p) for name, p in lines if p.is_file()]
+        if present:
+            panels.append((prefix + title, present))
+
+    def train_eval(metrics: Path) -> list[tuple[str, Path]]:
+        return [("train", metrics / "train" / "loss.tsv"), ("eval", metrics / "eval" / "loss.tsv")]
+
+    panel("base policy (SFT)", train_eval(stage_reports / "base_model" / "plots" / "metrics"))
+    for d in _subdirs(stage_reports / "critics"):
+        panel(f"critic {d.name}", train_eval(d / "plots" / "metrics"))
+    for d in _subdirs(stage_reports / "policies"):
+        seeds = [s for s in _subdirs(d / "plots") if s.name.startswith("seed") and s.name[4:].isdigit()]
+        seeds.sort(key=lambda s: int(s.name[4:]))
+        panel(f"policy {d.name}", [(s.name.replace("seed", "seed "), s / "metrics" / "train" / "loss.tsv")
+                                   for s in seeds])  # fmt: skip
+    return panels
+
+
+def _subdirs(path: Path) -> list[Path]:
+    return sorted(d for d in path.iterdir() if d.is_dir()) if path.is_dir() else []
+
+
+def goal_check(rows: list[Row], spec: DomainSpec) -> dict:
+    """Does SWEET-RL > MT-DPO > RFT ≥ zero-shot hold on the domain's goal metric (backend: success;
+    frontend: win rate), and is the SWEET-RL − MT-DPO gap larger than the seed spread (the larger
+    of the two methods' sample stds)?"""
+    k = spec.goal_metric
+    ran = {r.method: r for r in rows if r.ran}
+    needed = ["sweet", "mtdpo", "rft", "zero_shot"]
+    missing = [m for m in needed if m not in ran]
+    if missing:
+        return {"made": False, "missing": missing, "metric": spec.metrics[k]}
+    s = {m: ran[m].means[k] for m in needed}
+    links = [("sweet", "mtdpo", s["sweet"] > s["mtdpo"]), ("mtdpo", "rft", s["mtdpo"] > s["rft"]),
+             ("rft", "zero_shot", s["rft"] >= s["zero_shot"])]  # fmt: skip
+    # A spread needs at least two seeds of both methods; a single run has no std.
+    multi_seed = all(ran[m].n_seeds >= 2 for m in ("sweet", "mtdpo"))
+    spread = max(ran["sweet"].stds[k], ran["mtdpo"].stds[k]) if multi_seed else None
+    gap = s["sweet"] - s["mtdpo"]
+    return {
+        "made": True,
+        "metric": spec.metrics[k],
+        "values": s,
+        "ordering_holds": all(ok for _, _, ok in links),
+        "ordering_fails_at": [f"{a} vs {b}" for a, b, ok in links if not ok],
+        "gap": gap,
+        "spread": spread,
+        "gap_exceeds_spread": None if spread is None else gap > spread,
+    }
+
+
+@dataclass
+class DomainResults:
+    """Everything the report shows for one domain."""
+
+    domain: str
+    rows: list[Row]
+    check: dict
+    reference: Row | None
+    critics: list[dict]
+
+    @property
+    def spec(self) -> DomainSpec:
+        return DOMAINS[self.domain]
+
+
+def read_domain(reports: Path, domain: str, trained: bool) -> DomainResults:
+    spec = DOMAINS[domain]
+    methods = read_methods(reports / domain, spec)
+    rows = table_rows(methods, spec, trained)
+    return DomainResults(domain, rows, goal_check(rows, spec), methods.get(REFERENCE), read_critics(reports / domain / "stages"))

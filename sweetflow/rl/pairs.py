@@ -1,0 +1,183 @@
+"""Preference pairs as data (SWEET-RL steps 2, 4 and 6): which trajectory beats which, which turn
+states get fresh candidate actions, and which candidate beats which. Pure functions on polars frames;
+every random choice is fixed by a seed.
+
+Episodes that failed for infrastructure reasons (`failure` not null: the agent or simulator errored)
+are left out everywhere: their reward 0 says nothing about the agent's choices.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from sweetflow.dialogue import AGENT
+
+TRAJECTORY_PAIR_SCHEMA = pl.Schema(
+    {
+        "task_id": pl.String,
+        "chosen_sample": pl.Int32,
+        "rejected_sample": pl.Int32,
+        "chosen_reward": pl.Float64,
+        "rejected_reward": pl.Float64,
+    }
+)
+TURN_STATE_SCHEMA = pl.Schema(
+    {
+        "state_id": pl.String,  # "<task_id>:<sample>:<turn>"
+        "task_id": pl.String,
+        "sample": pl.Int32,
+        "turn": pl.Int32,  # agent-turn index, 0-based
+        "position": pl.Int32,  # index of that agent message in `dialogue`: the state is dialogue[:position]
+    }
+)
+# Reward gaps are differences of floats: 0.3 − 0.2 = 0.0999…98 must still count as a gap of 0.1.
+GAP_TOLERANCE = 1e-9
+
+
+def _usable(trajectories: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    missing = sorted(set(columns + ["failure"]) - set(trajectories.columns))
+    if missing:
+        raise ValueError(f"trajectories lack column(s) {missing} (see sweetflow.tables.TRAJECTORY_SCHEMA)")
+    return trajectories.filter(pl.col("failure").is_null()).select(columns)
+
+
+def trajectory_pairs(
+    trajectories: pl.DataFrame,
+    mode: Literal["backend", "frontend"] = "backend",
+    success_reward: float = 1.0,
+    min_gap: float = 0.1,
+) -> pl.DataFrame:
+    """Trajectory-level preference pairs, one row per pair (TRAJECTORY_PAIR_SCHEMA), sorted.
+
+    backend (official `evaluate_code.py`): for each task whose best sample reaches `success_reward`,
+    the best sample (chosen) against each sample of strictly lower reward (rejected). "Best" is the
+    highest reward, ties to the lowest sample index (numpy argmax, as the official code); other
+    samples tied with the best are neither chosen nor rejected. Tasks where every sample failed give
+    no pair: there is nothing to prefer.
+    frontend (official `evaluate_html.py`): within each task, every pair of samples whose rewards
+    differ by at least `min_gap`, the higher one chosen. No success threshold: rewards are
+    similarities, and any clear gap is a preference.
+    """
+    valid = _usable(trajectories, ["task_id", "sample", "reward"])
+    if mode == "backend":
+        best = (
+            valid.sort(["task_id", "reward", "sample"], descending=[False, True, False])
+            .group_by("task_id", maintain_order=True)
+            .first()
+            .filter(pl.col("reward") >= success_reward)
+        )
+        pairs = best.join(valid, on="task_id", suffix="_other").filter(pl.col("reward_other") < pl.col("reward"))
+    elif mode == "frontend":
+        if min_gap <= 0:
+            raise ValueError(f"min_gap must be positive (a pair of equal rewards is no preference); got {min_gap}")
+        pairs = valid.join(valid, on="task_id", suffix="_other").filter(
+            pl.col("reward") - pl.col("reward_other") >= min_gap - GAP_TOLERANCE
+        )
+    else:
+        raise ValueError(f"unknown mode {mode!r}: expected 'backend' or 'frontend'")
+    return (
+        pairs.select(
+            "task_id",
+            chosen_sample="sample",
+            rejected_sample="sample_other",
+            chosen_reward="reward",
+            rejected_reward="reward_other",
+        )
+        .cast(TRAJECTORY_PAIR_SCHEMA)
+        .sort("task_id", "chosen_sample", "rejected_sample")
+    )
+
+
+def turn_states(trajectories: pl.DataFrame) -> pl.DataFrame:
+    """Every (trajectory, agent turn) state of the usable trajectories (TURN_STATE_SCHEMA), sorted."""
+    valid = _usable(trajectories, ["task_id", "sample", "dialogue"])
+    return (
+        valid.with_columns(position=pl.int_ranges(pl.col("dialogue").list.len()))
+        .explode("dialogue", "position")
+        .filter(pl.col("dialogue").struct.field("role") == AGENT)
+        .with_columns(turn=pl.col("position").rank("ordinal").over("task_id", "sample") - 1)
+        .select(
+            state_id=pl.format("{}:{}:{}", "task_id", "sample", "turn"),
+            task_id="task_id",
+            sample="sample",
+            turn="turn",
+            position="position",
+        )
+        .cast(TURN_STATE_SCHEMA)
+        .sort("task_id", "sample", "turn")
+    )
+
+
+def sample_turn_states(trajectories: pl.DataFrame, share: float, seed: int) -> pl.DataFrame:
+    """A uniform sample, without replacement, of `share` of all (trajectory, agent turn) states
+    (paper: 10%; more over-fits the policy to the offline data). Exactly round(share · N) states, at
+    least one when there are any; the same frame and seed give the same states. Sorted like
+    `turn_states`. (The official script takes, instead, every turn of the first 10% of the
+    trajectory file.)"""
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1]; got {share}")
+    states = turn_states(trajectories)
+    if states.is_empty():
+        return states
+    count = max(1, round(share * states.height))
+    picked = np.sort(np.random.default_rng(seed).choice(states.height, size=count, replace=False))
+    return states[picked]
+
+
+def step_pairs(candidates: pl.DataFrame, num_pairs: int, seed: int) -> pl.DataFrame:
+    """Step-level pairs from scored candidate actions (step 6). `candidates` has one row per
+    (state_id, candidate) with the critic's `score`; out comes one row per pair: state_id, chosen,
+    rejected (candidate indices), chosen_score, rejected_score; sorted by state_id, chosen, rejected.
+
+    Per state, candidates are sorted by score, highest first, ties by lower candidate index. With n
+    candidates the top half is the first ⌊n/2⌋ and the bottom half the last ⌊n/2⌋: for odd n the
+    median candidate is in neither. A pair is a (top, bottom) combination whose scores differ — a
+    tie carries no preference, so tied combinations are never drawn. `num_pairs` distinct pairs are
+    drawn uniformly from these combinations (all of them when there are fewer); without ties, the
+    chosen candidate is then uniform over the top half and the rejected one over the bottom half.
+    States with fewer than two candidates give nothing. Each state's draw depends only on `seed` and
+    its state_id, so adding or removing other states changes no existing pair.
+    """
+    if num_pairs < 1:
+        raise ValueError(f"num_pairs must be at least 1; got {num_pairs}")
+    if candidates["score"].is_null().any() or candidates["score"].is_nan().any():
+        bad = candidates.filter(pl.col("score").is_null() | pl.col("score").is_nan())["state_id"][0]
+        raise ValueError(f"candidate scores must be numbers: state {bad!r} has a null or NaN score")
+    if candidates.select("state_id", "candidate").is_duplicated().any():
+        raise ValueError("each (state_id, candidate) must appear once")
+    ranked = (
+        candidates.sort(["state_id", "score", "candidate"], descending=[False, True, False])
+        .group_by("state_id", maintain_order=True)
+        .agg("candidate", "score")
+    )
+    rows = []
+    for state_id, indices, scores in ranked.iter_rows():
+        for chosen, rejected in _draw_pairs(scores, num_pairs, _state_rng(seed, state_id)):
+            rows.append((state_id, indices[chosen], indices[rejected], scores[chosen], scores[rejected]))
+    index, score = candidates.schema["candidate"], pl.Float64
+    schema = {
+        "state_id": candidates.schema["state_id"],
+        "chosen": index,
+        "rejected": index,
+        "chosen_score": score,
+        "rejected_score": score,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort("state_id", "chosen", "rejected")
+
+
+def _draw_pairs(scores: list[float], num_pairs: int, rng: np.random.Generator) -> list[tuple[int, int]]:
+    """Positions (in the best-first order) of `num_pairs` distinct (top half, bottom half) pairs with
+    a strict score gap, drawn uniformly."""
+    half = len(scores) // 2
+    space = [(c, r) for c in range(half) for r in range(len(scores) - half, len(scores)) if scores[c] > scores[r]]
+    picked = rng.choice(len(space), size=min(num_pairs, len(space)), replace=False)
+    return [space[i] for i in picked]
+
+
+def _state_rng(seed: int, state_id: object) -> np.random.Generator:
+    digest = hashlib.sha256(f"{seed}:{state_id}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "big"))

@@ -1,0 +1,1 @@
+"""Episodes: the engine that runs many collaborations at once, their trajectories and metrics."""

@@ -1,0 +1,84 @@
+"""The tables the stages pass each other, as they read them.
+
+- Tasks: one row per task of a split, as the `tasks@<domain>` stage checked them
+  (`sweetflow.backend.tasks.table`, `sweetflow.frontend.tasks` hold each domain's schema).
+- Trajectories: one row per (task, sample) episode, the dialogue nested, the reward: what every
+  episode stage writes and every learning stage reads.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from sweetflow import paths
+
+TURN = pl.Struct(
+    {
+        "role": pl.String,
+        "content": pl.String,
+        "prompt": pl.String,  # agent turns: the exact model input
+        "raw": pl.String,  # agent turns: the raw model output
+        "logprob_sum": pl.Float64,
+        "logprob_mean": pl.Float64,
+        "n_tokens": pl.Int64,
+    }
+)
+
+
+TRAJECTORY_SCHEMA = pl.Schema(
+    {
+        "task_id": pl.String,
+        "sample": pl.Int32,
+        "seed": pl.Int64,
+        "dialogue": pl.List(TURN),
+        "answer": pl.String,
+        "answered": pl.Boolean,  # the agent used the answer marker (protocol followed)
+        "ended_by": pl.String,  # "answer", "max_turns", "context" (the dialogue filled the model's context); null if failed
+        "n_turns": pl.Int32,  # agent turns
+        "reward": pl.Float64,  # backend: fraction of tests passed; frontend: similarity to the target
+        "success": pl.Boolean,  # backend: every test passed; frontend: null
+        "score_status": pl.String,  # backend: the sandbox's status; frontend: rendered, no_html or render_failed
+        "failure": pl.String,  # why the episode could not be completed, or null
+    }
+)
+
+
+def to_frame(records: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(records, schema=TRAJECTORY_SCHEMA, orient="row")
+
+
+def trajectory_key(task_id: str, sample: int) -> str:
+    return f"{task_id}:{sample}"
+
+
+def dialogues_by_trajectory(trajectories: pl.DataFrame) -> dict[tuple[str, int], list[dict]]:
+    """Each trajectory's dialogue, by (task_id, sample)."""
+    return {(t, s): d for t, s, d in trajectories.select("task_id", "sample", "dialogue").iter_rows()}
+
+
+def read_tasks(domain: str, split: str) -> list[dict]:
+    """The checked task table of a domain's split, as records, each with its `domain` (which the
+    views of its episodes carry)."""
+    path = Path(paths.task_table(domain, split))
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: task table not found (run the `tasks@{domain}` stage first)")
+    return [{**task, "domain": domain} for task in pl.read_parquet(path).to_dicts()]
+
+
+@dataclass
+class TaskSet:
+    """A domain's checked tasks, as the `tasks@<domain>` stage writes them."""
+
+    splits: dict[str, pl.DataFrame]  # "train", "test": one row per task, every reference or target checked
+    inputs: list[Path] = field(default_factory=list)  # files the tasks were read from (official JSONL, a corpus)
+    metrics: dict = field(default_factory=dict)  # tasks and flagged references by kind, per split
+
+
+def flag_counts(flags: list[list[str]], kinds: tuple[str, ...]) -> dict:
+    """Tasks, flagged tasks, and each kind of flag, of one split."""
+    counted = Counter(f for fs in flags for f in fs)
+    return {"tasks": len(flags), "flagged": sum(bool(fs) for fs in flags), **{f"flag_{k}": counted.get(k, 0) for k in kinds}}

@@ -1,0 +1,72 @@
+"""The `base_model` stage: the tiny policy it builds, a local checkpoint it adopts, a hub id it refuses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from stages import base_model
+from sweetflow.artifacts import content_hash, read_manifest
+from sweetflow.errors import InputError
+from tests.support.corpus import TINY, write_inputs
+from tests.support.project import tool_env
+
+
+def test_tiny_stage_writes_a_checkpoint_with_its_config_and_dvclive_report(stage_dir, checkpoint):
+    files = {p.name for p in checkpoint.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "manifest.json", "training_config.json"} <= files
+    config = json.loads((checkpoint / "training_config.json").read_text())
+    assert config["model"] == {**config["model"], **TINY}
+    assert config["data"]["train_dialogues"] == 16 and config["data"]["train_dialogues_cut"] == 0
+    manifest = read_manifest(checkpoint)
+    assert manifest["stage"] == "base_model@backend" and set(manifest["inputs"]) == {
+        "data/backend/tasks/train.parquet", "data/backend/demos/trajectories.parquet"
+    }  # fmt: skip
+    report = stage_dir / "reports/backend/stages/base_model"
+    metrics = json.loads((report / "metrics.json").read_text())
+    assert metrics["steps"] == 8 and metrics["data"] == config["data"]
+    loss = (report / "plots/metrics/train/loss.tsv").read_text().splitlines()
+    assert loss[0] == "step\tloss" and len(loss) == 2
+    assert not list(stage_dir.glob("**/.*tmp-*"))  # no temporary leftovers
+
+
+def test_checkpoint_loads_and_generates_offline(checkpoint, tmp_path):
+    code = (
+        "import sys\n"
+        "from sweetflow.dialogue import EpisodeView\n"
+        "from sweetflow.agents.transformers import TransformersAgent\n"
+        "from sweetflow.params import TransformersAgentParams\n"
+        "agent = TransformersAgent(TransformersAgentParams(backend='transformers', checkpoint=sys.argv[1], batch_size=4, threads=1, temperature=1.0, top_p=1.0, max_new_tokens=5))\n"
+        "[turn] = agent.act([EpisodeView('t', 'Write a function.', [], seed=0)])\n"
+        "print(turn.n_tokens >= 1)\n"
+    )
+    env = {**tool_env(), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    result = subprocess.run([sys.executable, "-c", code, str(checkpoint)], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
+
+
+def test_local_checkpoint_is_adopted_as_is(corpus, checkpoint, tmp_path, monkeypatch):
+    monkeypatch.chdir(write_inputs(tmp_path, corpus, {"base": str(checkpoint)}))
+    monkeypatch.setattr(sys, "argv", ["base_model", "backend"])
+    base_model.main()
+    adopted = tmp_path / "models/backend/base"
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        assert os.path.samefile(adopted / name, checkpoint / name)  # hard-linked: big weights are not copied
+    assert read_manifest(adopted)["inputs"] == {checkpoint.as_posix(): content_hash(checkpoint)}
+    assert read_manifest(checkpoint)["stage"] == "base_model@backend"  # the source's own manifest is untouched
+    metrics = json.loads((tmp_path / "reports/backend/stages/base_model/metrics.json").read_text())
+    assert metrics == {"base": str(checkpoint), "files": "hardlink", "trained": False}
+
+
+def test_hub_id_without_local_files_is_an_input_error(corpus, tmp_path, monkeypatch):
+    hub_id = "meta-llama/Llama-3.1-8B-Instruct"
+    monkeypatch.chdir(write_inputs(tmp_path, corpus, {"base": hub_id}))
+    monkeypatch.setattr(sys, "argv", ["base_model", "backend"])
+    with pytest.raises(InputError, match=f"model.base: '{hub_id}' is neither 'tiny' nor a local directory"):
+        base_model.main()
+    assert not (tmp_path / "models").exists()

@@ -1,0 +1,97 @@
+"""The `openai` agent and simulator against a real OpenAI-compatible server on loopback
+(`transformers serve` of a tiny local checkpoint), directly and through a faulty network."""
+
+from __future__ import annotations
+
+import sys
+
+import polars as pl
+import pytest
+
+from sweetflow.agents.openai import OpenAIAgent
+from sweetflow.backend.domain import sandbox_runtime
+from sweetflow.backend.sandbox.pool import Sandbox
+from sweetflow.backend.scoring import check_references
+from sweetflow.backend.simulators import OpenAIHuman
+from sweetflow.backend.tasks.procedural import generate_tasks
+from sweetflow.dialogue import AGENT, HUMAN
+from sweetflow.endpoint import ChatClient
+from sweetflow.params import EndpointParams
+from sweetflow.rollout.engine import Checkpoint, run_episodes
+from sweetflow.tables import to_frame
+from tests.support.fault_proxy import FaultProxy
+from tests.support.params import endpoint_params, episode_params, openai_agent, sandbox_params
+from tests.support.project import make_project, run
+
+MAX_TURNS = 3
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    _, test = generate_tasks(0, 4, seed=9)
+    with Sandbox(sandbox_params(workers=1)) as sb:
+        return [{**t, "expected": c.expected} for t, c in zip(test, check_references(test, sb))]
+
+
+def endpoint(base_url: str, model: str, **kw) -> EndpointParams:
+    return endpoint_params(base_url=base_url, model=model, api_key_env="SWEETFLOW_TEST_KEY", **kw)
+
+
+def roll(tasks, ep: EndpointParams, checkpoint, samples=1) -> pl.DataFrame:
+    agent = OpenAIAgent(openai_agent(ep, max_new_tokens=12))
+    human = OpenAIHuman(ChatClient(ep), max_reply_chars=400, max_new_tokens=12)
+    with Sandbox(sandbox_params(workers=1)) as sb:
+        records = run_episodes(tasks, samples, agent, sandbox_runtime(human, sb, ep.concurrency),
+                               episode_params(max_turns=MAX_TURNS), 0, Checkpoint(checkpoint))
+    return to_frame(records)
+
+
+def assert_well_formed(frame: pl.DataFrame, n: int) -> None:
+    assert frame.height == n and frame.select("task_id", "sample").is_unique().all()
+    assert frame["failure"].is_null().all()
+    for dialogue, answered in zip(frame["dialogue"], frame["answered"]):
+        roles = [t["role"] for t in dialogue]
+        assert roles == [AGENT, HUMAN] * (len(roles) // 2) + [AGENT]
+        assert len(roles) == 2 * MAX_TURNS - 1 or answered
+        for turn in dialogue:
+            if turn["role"] == AGENT:
+                assert '"role": "system"' in turn["prompt"] and turn["raw"] is not None
+            else:
+                assert len(turn["content"]) <= 400
+
+
+def test_served_policy_and_simulator_produce_well_formed_episodes(openai_server, tasks, tmp_path):
+    frame = roll(tasks, endpoint(*openai_server, concurrency=2), tmp_path / "c.jsonl")
+    assert_well_formed(frame, len(tasks))
+
+
+def test_faulty_network_loses_and_duplicates_nothing(openai_server, tasks, tmp_path):
+    base_url, model = openai_server
+    with FaultProxy(base_url, drop=0.15, delay=0.1, delay_s=2.5, error=0.2, seed=1, retry_after=0.05) as proxy:
+        ep = endpoint(proxy.base_url, model, timeout_s=2.0, max_retries=10, concurrency=2)
+        frame = roll(tasks, ep, tmp_path / "c.jsonl", samples=2)
+    assert_well_formed(frame, 2 * len(tasks))
+    counts = proxy.counts
+    assert counts["dropped"] + counts["errors"] + counts["delayed"] > 0, counts
+
+
+def test_endpoint_that_stays_down_fails_episodes_with_a_reason(tasks, tmp_path):
+    ep = endpoint("http://127.0.0.1:9/v1", "none", timeout_s=0.5, max_retries=1)
+    frame = roll(tasks[:2], ep, tmp_path / "c.jsonl")
+    assert frame["failure"].str.starts_with("agent: APIConnectionError").all()
+
+
+def test_api_key_never_reaches_an_artifact(openai_server, tmp_path, monkeypatch):
+    secret = "sk-sweetflow-test-SECRET-0123456789"
+    base_url, model = openai_server
+    endpoint = endpoint_params(base_url=base_url, model=model, api_key_env="SWEETFLOW_TEST_KEY").model_dump()
+    served = openai_agent(endpoint, max_new_tokens=8).model_dump(mode="json")
+    params = {"backend": {"tasks": {"n_train": 2, "n_test": 3}, "scoring": {"workers": 1}}, "episodes": {"max_turns": 2},
+              "agents": {"served": served}, "evaluate": {"methods": ["served"]}}
+    project = make_project(tmp_path / "p", params)
+    run([sys.executable, "-m", "stages.tasks", "backend"], project)
+    monkeypatch.setenv("SWEETFLOW_TEST_KEY", secret)
+    run([sys.executable, "-m", "stages.evaluate", "backend", "served"], project)
+    assert (project / "reports/backend/served/metrics.json").exists()
+    leaks = [p for p in project.rglob("*") if p.is_file() and ".git" not in p.parts and secret.encode() in p.read_bytes()]
+    assert leaks == []

@@ -1,0 +1,57 @@
+"""The tiny model's tokenizer and chat template, and the SFT examples built with them."""
+
+from __future__ import annotations
+
+from sweetflow.models.tiny import EOS, tokenizer_corpus, train_tokenizer
+from sweetflow.rl.sft import IGNORE, demo_chats, encode_chats
+
+CHAT = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Write f. It returns a number."},
+    {"role": "assistant", "content": "Which number?"},
+    {"role": "user", "content": "It returns 86."},
+    {"role": "assistant", "content": "I WANT TO ANSWER:\n```python\ndef f():\n    return 86\n```"},
+]
+
+
+def tokenizer(corpus):
+    return train_tokenizer(tokenizer_corpus(corpus.train, demo_chats(corpus.train, corpus.demos)), 384, max_length=1536)
+
+
+def test_tokenizer_splits_numbers_into_digits_and_round_trips(corpus):
+    tok = tokenizer(corpus)
+    pieces = tok.tokenize("told 86, writes 1234.5")
+    digits = [p.lstrip("Ġ") for p in pieces if any(c.isdigit() for c in p)]
+    assert digits == list("86") + list("12345")
+    for text in ("déjà vu → 3 µs", "  def f(x):\n\treturn x  ", "I WANT TO ANSWER:"):
+        assert tok.decode(tok(text)["input_ids"]) == text
+
+
+def test_chat_template_marks_exactly_the_assistant_turns(corpus):
+    tok = tokenizer(corpus)
+    enc = tok.apply_chat_template(CHAT, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    ids, mask = enc["input_ids"], enc["assistant_masks"]
+    marked = [i for i, m in zip(ids, mask) if m]
+    # Each assistant turn's content and the end-of-message token that closes it, nothing else.
+    expected = tok("Which number?")["input_ids"] + [tok.convert_tokens_to_ids(EOS)]
+    expected += tok(CHAT[4]["content"])["input_ids"] + [tok.convert_tokens_to_ids(EOS)]
+    assert marked == expected
+    text = tok.decode(ids)
+    assert text.startswith("<|begin|><|system|>Be brief.<|end|><|user|>") and text.endswith("```<|end|>")
+    prompt = tok.apply_chat_template(CHAT[:4], tokenize=False, add_generation_prompt=True)
+    assert prompt.endswith("It returns 86.<|end|><|assistant|>")
+
+    [example], cut = encode_chats(tok, [CHAT], max_length=4096)
+    assert cut == 0 and example.input_ids == ids
+    assert [t for t in example.labels if t != IGNORE] == expected
+    [short], cut = encode_chats(tok, [CHAT], max_length=10)
+    assert cut == 1 and len(short.input_ids) == 10
+
+
+def test_demonstrations_become_the_policy_view(corpus):
+    chats = demo_chats(corpus.train, corpus.demos)
+    assert len(chats) == len(corpus.demos)
+    for chat, demo in zip(chats, corpus.demos):
+        assert [m["role"] for m in chat[:2]] == ["system", "user"]
+        assert [m["content"] for m in chat[2:]] == [t["content"] for t in demo["dialogue"]]
+        assert chat[-1]["role"] == "assistant" and "I WANT TO ANSWER:" in chat[-1]["content"]

@@ -1,0 +1,194 @@
+"""Pair building (sweetflow/pairs.py) on hand-built frames: the official trajectory rules, turn-state
+sampling and step pairs drawn from the right halves, deterministically."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sweetflow.rl.pairs import sample_turn_states, step_pairs, trajectory_pairs, turn_states
+from sweetflow.tables import TRAJECTORY_SCHEMA
+
+
+def traj(task_id: str, sample: int, reward: float, n_turns: int = 2, failure: str | None = None) -> dict:
+    dialogue = []
+    for t in range(n_turns):
+        dialogue.append({"role": "agent", "content": f"question {t}"})
+        if t < n_turns - 1:
+            dialogue.append({"role": "human", "content": f"reply {t}"})
+    return {
+        "task_id": task_id, "sample": sample, "seed": 0, "dialogue": dialogue, "answer": "", "answered": True,
+        "n_turns": n_turns, "reward": reward, "success": reward == 1.0, "score_status": "ok", "failure": failure,
+    }
+
+
+def frame(*rows: dict) -> pl.DataFrame:
+    return pl.DataFrame(list(rows), schema=TRAJECTORY_SCHEMA, orient="row")
+
+
+def pairs_of(result: pl.DataFrame) -> list[tuple]:
+    return result.select("task_id", "chosen_sample", "rejected_sample").rows()
+
+
+# --- trajectory pairs -------------------------------------------------------------------------------
+
+
+def test_backend_pairs_the_best_successful_sample_with_each_strictly_worse_one():
+    trajectories = frame(
+        traj("a", 0, 0.5), traj("a", 1, 1.0), traj("a", 2, 0.0),  # best = 1: pairs (1, 0), (1, 2)
+        traj("b", 0, 0.9), traj("b", 1, 0.3),  # best 0.9 < 1: no pair
+        traj("c", 0, 0.0), traj("c", 1, 0.0),  # every sample failed: no pair
+        traj("d", 0, 1.0), traj("d", 1, 1.0),  # all succeed: nothing is strictly worse
+    )
+    result = trajectory_pairs(trajectories)
+    assert pairs_of(result) == [("a", 1, 0), ("a", 1, 2)]
+    assert result.select("chosen_reward", "rejected_reward").rows() == [(1.0, 0.5), (1.0, 0.0)]
+
+
+def test_backend_ties_for_best_go_to_the_lowest_sample_and_the_other_best_is_not_rejected():
+    trajectories = frame(traj("a", 2, 1.0), traj("a", 0, 1.0), traj("a", 1, 0.7))
+    assert pairs_of(trajectory_pairs(trajectories)) == [("a", 0, 1)]  # not (0, 2): 2 ties with the best
+
+
+def test_failed_episodes_are_neither_chosen_nor_rejected():
+    trajectories = frame(traj("a", 0, 1.0), traj("a", 1, 0.0, failure="simulator: timeout"), traj("a", 2, 0.4))
+    assert pairs_of(trajectory_pairs(trajectories)) == [("a", 0, 2)]
+    assert pairs_of(trajectory_pairs(trajectories, "frontend")) == [("a", 0, 2)]
+
+
+def test_frontend_pairs_every_two_samples_at_least_min_gap_apart():
+    # Rewards 0.9, 0.85, 0.7, 0.3: gaps ≥ 0.1 are 0.9−0.7, 0.9−0.3, 0.85−0.7 (= 0.15), 0.85−0.3, 0.7−0.3;
+    # 0.9−0.85 = 0.05 is too close. Higher reward is chosen. No success threshold.
+    trajectories = frame(traj("a", 0, 0.7), traj("a", 1, 0.9), traj("a", 2, 0.3), traj("a", 3, 0.85), traj("b", 0, 0.5))
+    result = trajectory_pairs(trajectories, "frontend")
+    assert pairs_of(result) == [("a", 0, 2), ("a", 1, 0), ("a", 1, 2), ("a", 3, 0), ("a", 3, 2)]
+    assert pairs_of(trajectory_pairs(trajectories, "frontend", min_gap=0.5)) == [("a", 1, 2), ("a", 3, 2)]
+
+
+def test_frontend_gap_of_exactly_min_gap_counts_despite_float_rounding():
+    # 0.3 − 0.2 = 0.09999999999999998 in floats; it is a gap of 0.1.
+    assert pairs_of(trajectory_pairs(frame(traj("a", 0, 0.2), traj("a", 1, 0.3)), "frontend")) == [("a", 1, 0)]
+
+
+def test_trajectory_pairs_reject_bad_arguments():
+    with pytest.raises(ValueError, match="unknown mode"):
+        trajectory_pairs(frame(traj("a", 0, 1.0)), "both")
+    with pytest.raises(ValueError, match="min_gap"):
+        trajectory_pairs(frame(traj("a", 0, 1.0)), "frontend", min_gap=0.0)
+    with pytest.raises(ValueError, match="lack column"):
+        trajectory_pairs(pl.DataFrame({"task_id": ["a"], "reward": [1.0]}))
+
+
+# --- turn states ------------------------------------------------------------------------------------
+
+
+def test_turn_states_are_the_agent_turns_with_their_dialogue_positions():
+    # Dialogue of a 3-turn trajectory: agent(0) human(1) agent(2) human(3) agent(4).
+    trajectories = frame(traj("a", 1, 0.0, n_turns=3), traj("a", 0, 1.0, n_turns=1), traj("b", 0, 0.0, failure="x"))
+    states = turn_states(trajectories)
+    assert states.rows() == [
+        ("a:0:0", "a", 0, 0, 0),
+        ("a:1:0", "a", 1, 0, 0),
+        ("a:1:1", "a", 1, 1, 2),
+        ("a:1:2", "a", 1, 2, 4),
+    ]
+
+
+MANY = frame(*[traj(f"t{i:02d}", s, 0.0, n_turns=1 + (i + s) % 4) for i in range(20) for s in range(3)])
+
+
+def test_sample_turn_states_takes_the_share_deterministically_by_seed():
+    everything = turn_states(MANY)
+    sampled = sample_turn_states(MANY, 0.1, seed=7)
+    assert sampled.height == round(0.1 * everything.height)
+    assert sampled.equals(sample_turn_states(MANY, 0.1, seed=7))
+    assert not sampled.equals(sample_turn_states(MANY, 0.1, seed=8))
+    assert set(sampled["state_id"]) <= set(everything["state_id"])
+    assert sampled.equals(sampled.sort("task_id", "sample", "turn"))
+    assert sample_turn_states(MANY, 1.0, seed=0).equals(everything)
+    assert sample_turn_states(frame(traj("a", 0, 0.0, n_turns=3)), 0.01, seed=0).height == 1  # at least one
+
+
+def test_sample_turn_states_rejects_a_share_outside_0_1():
+    for share in (0.0, 1.5):
+        with pytest.raises(ValueError, match="share"):
+            sample_turn_states(MANY, share, seed=0)
+
+
+# --- step pairs -------------------------------------------------------------------------------------
+
+
+def candidates(scores_by_state: dict[str, list[float]]) -> pl.DataFrame:
+    rows = [(s, i, score) for s, scores in scores_by_state.items() for i, score in enumerate(scores)]
+    return pl.DataFrame(rows, schema={"state_id": pl.String, "candidate": pl.Int64, "score": pl.Float64}, orient="row")
+
+
+def test_step_pairs_by_hand():
+    # Scores 0.1, 0.9, 0.5, −0.3 → best first: 1 (0.9), 2 (0.5) | 0 (0.1), 3 (−0.3).
+    # Top half {1, 2}, bottom half {0, 3}: 4 combinations, all drawn when num_pairs ≥ 4.
+    result = step_pairs(candidates({"s": [0.1, 0.9, 0.5, -0.3]}), num_pairs=4, seed=0)
+    assert result.select("chosen", "rejected").rows() == [(1, 0), (1, 3), (2, 0), (2, 3)]
+    assert result.select("chosen_score", "rejected_score").rows() == [(0.9, 0.1), (0.9, -0.3), (0.5, 0.1), (0.5, -0.3)]
+    assert step_pairs(candidates({"s": [0.1, 0.9, 0.5, -0.3]}), num_pairs=9, seed=0).height == 4  # at most all
+
+
+def test_odd_counts_leave_the_median_out_and_ties_give_no_pair():
+    # 5 candidates, best first: 4 (5), 3 (4) | 2 (3, the median, in neither half) | 1 (2), 0 (1).
+    result = step_pairs(candidates({"s": [1.0, 2.0, 3.0, 4.0, 5.0]}), num_pairs=10, seed=0)
+    assert result.select("chosen", "rejected").rows() == [(3, 0), (3, 1), (4, 0), (4, 1)]
+    # All tied: no preference at all. Ties across the halves: only the combinations with a gap.
+    assert step_pairs(candidates({"s": [1.0] * 6}), num_pairs=4, seed=0).is_empty()
+    # Scores 2, 1, 1, 1 → best first 0 (2), 1 (1) | 2 (1), 3 (1): only 0 beats anything.
+    tied = step_pairs(candidates({"s": [2.0, 1.0, 1.0, 1.0]}), num_pairs=4, seed=0)
+    assert tied.select("chosen", "rejected").rows() == [(0, 2), (0, 3)]
+    assert step_pairs(candidates({"s": [1.0]}), num_pairs=4, seed=0).is_empty()  # one candidate: no pair
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.dictionaries(
+        st.text("abc", min_size=1, max_size=3),
+        st.lists(st.floats(-10, 10, allow_nan=False), min_size=2, max_size=16),
+        min_size=1, max_size=5,
+    ),
+    st.integers(1, 6),
+    st.integers(0, 2**32),
+)
+def test_step_pairs_come_from_the_right_halves_and_depend_only_on_seed_and_state(scores_by_state, num_pairs, seed):
+    table = candidates(scores_by_state)
+    result = step_pairs(table, num_pairs, seed)
+    for state, scores in scores_by_state.items():
+        best_first = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        half = len(scores) // 2
+        top, bottom = set(best_first[:half]), set(best_first[len(scores) - half :])
+        drawn = result.filter(pl.col("state_id") == state)
+        assert drawn.height <= num_pairs
+        assert not drawn.select("chosen", "rejected").is_duplicated().any()
+        for _, chosen, rejected, chosen_score, rejected_score in drawn.rows():
+            assert chosen in top and rejected in bottom and chosen_score > rejected_score
+        # A state's pairs do not depend on which other states are in the table.
+        alone = step_pairs(table.filter(pl.col("state_id") == state), num_pairs, seed)
+        assert alone.equals(drawn)
+    assert step_pairs(table.reverse(), num_pairs, seed).equals(result)  # row order does not matter
+
+
+def test_chosen_and_rejected_are_drawn_uniformly_from_their_halves():
+    # 8 distinct candidates, one pair per state, 400 states: each of the 4 top candidates should be
+    # chosen about 100 times, each bottom one rejected about 100 times.
+    table = candidates({f"s{i:03d}": [7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0, 0.0] for i in range(400)})
+    result = step_pairs(table, num_pairs=1, seed=3)
+    chosen = result["chosen"].value_counts().sort("chosen")
+    rejected = result["rejected"].value_counts().sort("rejected")
+    assert chosen["chosen"].to_list() == [0, 1, 2, 3] and rejected["rejected"].to_list() == [4, 5, 6, 7]
+    assert chosen["count"].min() > 70 and rejected["count"].min() > 70
+
+
+def test_step_pairs_reject_bad_input():
+    with pytest.raises(ValueError, match="NaN"):
+        step_pairs(candidates({"s": [1.0, float("nan")]}), 4, 0)
+    with pytest.raises(ValueError, match="once"):
+        step_pairs(pl.concat([candidates({"s": [1.0, 2.0]})] * 2), 4, 0)
+    with pytest.raises(ValueError, match="num_pairs"):
+        step_pairs(candidates({"s": [1.0, 2.0]}), 0, 0)

@@ -1,0 +1,170 @@
+"""params.yaml and its models: every value in params.yaml, every knob described, and errors that
+name the key (or the file and line, for a file that is not YAML)."""
+
+from __future__ import annotations
+
+import copy
+import typing
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from sweetflow.cli import main
+from sweetflow.errors import InputError
+from sweetflow.params import Params, ParamsError, describe_params, load_params
+from tests.support.project import ROOT, merge
+
+PROJECT = yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def write(tmp_path: Path, changes: dict | None = None, text: str | None = None) -> Path:
+    """A params.yaml: the project's with `changes` merged in, or exactly `text`."""
+    path = tmp_path / "params.yaml"
+    path.write_text(text if text is not None else yaml.safe_dump(merge(copy.deepcopy(PROJECT), changes or {})))
+    return path
+
+
+def leaves(tree: dict, prefix: str = "") -> list[str]:
+    keys = []
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            keys += leaves(value, f"{prefix}{key}.")
+        else:
+            keys.append(prefix + key)
+    return keys
+
+
+def test_params_yaml_holds_every_value_the_models_know():
+    """The models hold no values: what they validate from params.yaml is exactly params.yaml."""
+    assert load_params(ROOT / "params.yaml").model_dump(mode="json") == PROJECT
+
+
+def test_no_knob_has_a_default_in_the_models():
+    def models(annotation) -> list[type]:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return [annotation]
+        return [m for arg in typing.get_args(annotation) for m in models(arg)]
+
+    def defaults(model: type[BaseModel]) -> list[str]:
+        found = [f"{model.__name__}.{name}" for name, field in model.model_fields.items() if not field.is_required()]
+        return found + [d for field in model.model_fields.values() for m in models(field.annotation) for d in defaults(m)]
+
+    assert defaults(Params) == []
+
+
+@pytest.mark.parametrize("key", ["backend.scoring.memory_mb", "training.threads", "critics.with_info.beta",
+                                 "agents.base.top_p", "evaluate.policy.max_new_tokens", "frontend.scoring.render.chromium"])
+def test_a_value_removed_from_params_yaml_is_named(tmp_path, key):
+    raw = copy.deepcopy(PROJECT)
+    *path, last = key.split(".")
+    node = raw
+    for part in path:
+        node = node[part]
+    del node[last]
+    with pytest.raises(ParamsError, match=rf"{key}: missing"):
+        load_params(write(tmp_path, text=yaml.safe_dump(raw)))
+
+
+def test_every_knob_has_a_description():
+    rows = describe_params(load_params(ROOT / "params.yaml"))
+    assert len(rows) > 150 and all(description for _, _, description in rows)
+    described = {key for key, _, _ in rows}
+    # `sweetflow params` lists every value of params.yaml (a mapping such as min_reward as one knob)
+    assert all(any(leaf == key or leaf.startswith(key + ".") for key in described) for leaf in leaves(PROJECT))
+
+
+def test_misspelled_key_is_named(tmp_path):
+    with pytest.raises(ParamsError) as err:
+        load_params(write(tmp_path, {"backend": {"tasks": {"n_trian": 5}}}))
+    assert "backend.tasks.n_trian: unknown key (value 5)" in str(err.value)
+    assert "params.yaml" in str(err.value)
+
+
+def test_ill_typed_value_names_key_value_and_expectation(tmp_path):
+    with pytest.raises(ParamsError) as err:
+        load_params(write(tmp_path, {"backend": {"scoring": {"call_timeout_s": "soon"}}}))
+    message = str(err.value)
+    assert "backend.scoring.call_timeout_s" in message and "'soon'" in message and "number" in message
+
+
+def test_a_knob_of_another_agent_backend_is_refused(tmp_path):
+    with pytest.raises(ParamsError, match=r"agents.expert.batch_size: unknown key"):
+        load_params(write(tmp_path, {"agents": {"expert": {"batch_size": 8}}}))
+
+
+def test_unknown_section_is_refused(tmp_path):
+    with pytest.raises(ParamsError, match="trainng: unknown key"):
+        load_params(write(tmp_path, {"trainng": {"lr": 1}}))
+
+
+def test_colbench_source_needs_its_file(tmp_path):
+    with pytest.raises(ParamsError, match="colbench_test"):
+        load_params(write(tmp_path, {"backend": {"tasks": {"source": "colbench"}}}))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(min_value=10_001, max_value=10**9))
+def test_capacity_bounds_are_enforced(tmp_path, n):
+    with pytest.raises(ParamsError, match="backend.tasks.n_train"):
+        load_params(write(tmp_path, {"backend": {"tasks": {"n_train": n}}}))
+
+
+def test_a_trained_domain_needs_training_tasks(tmp_path):
+    with pytest.raises(ParamsError, match="train_domains has 'frontend', whose tasks.n_train is 0"):
+        load_params(write(tmp_path, {"train_domains": ["backend", "frontend"]}))
+    params = load_params(write(tmp_path, {"train_domains": ["frontend"], "frontend": {"tasks": {"n_train": 20}}}))
+    assert params.train_domains == ["frontend"]
+
+
+def test_cli_prints_effective_params_with_descriptions(tmp_path, capsys):
+    path = write(tmp_path, {"backend": {"tasks": {"n_test": 7}}})
+    assert main(["params", "--file", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "backend.tasks.n_test" in out and "7" in out and "Test tasks to generate" in out
+
+
+def test_cli_reports_bad_params_without_a_traceback(tmp_path, capsys):
+    path = write(tmp_path, {"backend": {"tasks": {"seeed": 1}}})
+    assert main(["params", "--file", str(path)]) == 2
+    assert "backend.tasks.seeed: unknown key" in capsys.readouterr().out
+
+
+# --- files that are not what YAML or the models expect: named, bounded, no traceback ----------------
+
+BOMB = "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9 if prev else ['x'] * 9)}]\n"
+    for prev, name in zip([None, "a", "b", "c", "d", "e", "f"], "abcdefg")
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("seeds: [1, 2\ntraining: 3\n", r"params.yaml: line 2, column 9: not valid YAML"),
+        (BOMB + "seeds: *g\n", r"holds more than 100,000 values"),
+        ("seeds: [" + "9" * 5000 + "]\n", r"a value cannot be read: Exceeds the limit"),
+        ("seeds: " + "[" * 5000 + "]" * 5000 + "\n", r"nested too deeply"),
+        ("- a\n- b\n", r"expected a mapping of sections, got list"),
+    ],
+    ids=["malformed", "alias bomb", "huge int", "deep", "not a mapping"],
+)
+def test_a_file_that_is_not_params_is_named_at_once(tmp_path, text, message):
+    with pytest.raises(InputError, match=message):
+        load_params(write(tmp_path, text=text))
+
+
+def test_invalid_utf8_is_named_with_its_line(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_bytes(b"seeds: [0]\ntraining: \xff\n")
+    with pytest.raises(InputError, match=r"params.yaml: line 2: not valid UTF-8"):
+        load_params(path)
+
+
+def test_a_huge_offending_value_is_shown_short(tmp_path):
+    with pytest.raises(ParamsError) as err:
+        load_params(write(tmp_path, {"backend": {"tasks": {"n_test": list(range(20_000))}}}))
+    assert "backend.tasks.n_test" in str(err.value) and len(str(err.value)) < 2_000
