@@ -21,7 +21,12 @@ from sweetflow.tables import read_tasks
 def episode_sections(params: Params, domain: str) -> dict:
     """The params sections every episode stage of `domain` reads (its dvc.yaml `params` list)."""
     d = params.domain(domain)
-    return {f"{domain}.simulator": d.simulator, f"{domain}.scoring": d.scoring, "episodes": params.episodes}
+    return {
+        f"{domain}.simulator": d.simulator,
+        f"{domain}.scoring": d.scoring,
+        f"{domain}.tasks.source": d.tasks.source,  # resolves the scoring options' 'auto'
+        "episodes": params.episodes,
+    }
 
 
 def episode_stage(stage: Stage, section: str, split: str) -> dict:

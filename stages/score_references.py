@@ -33,7 +33,8 @@ def main() -> None:
     domain, params = stage.domain, stage.params
     tasks = read_tasks(domain, "test")
     table = paths.task_table(domain, "test")
-    sections = {f"{domain}.scoring": params.domain(domain).scoring}
+    d = params.domain(domain)
+    sections = {f"{domain}.scoring": d.scoring, f"{domain}.tasks.source": d.tasks.source}
     with stage_output(paths.evaluation(domain, METHOD), stage.name, sections, [table],
                       metrics=paths.method_metrics(domain, METHOD)) as out:  # fmt: skip
         with get_domain(domain).open(params) as runtime:

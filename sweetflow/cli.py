@@ -68,7 +68,7 @@ def _grow(tree: Tree, node, root: Path) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from sweetflow.params import load_params
+    from sweetflow.params import ScoringRules, load_params
     from sweetflow.scorefile import score_file
 
     if args.metric == "clip" and args.clip_checkpoint is None:
@@ -80,7 +80,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     similarity = params.frontend.scoring.similarity.model_copy(
         update={"metric": args.metric, "clip_checkpoint": args.clip_checkpoint}
     )
-    summary = score_file(args.file, args.domain, args.out, sandbox, render, similarity)
+    rules = ScoringRules(True, True) if args.rules == "official" else params.backend.scoring_rules()
+    summary = score_file(args.file, args.domain, args.out, sandbox, render, similarity, rules)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -130,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--workers", type=int, default=0, help="backend: sandbox workers; frontend: browser pages (0: as in --params)"
     )
+    p.add_argument("--rules", choices=["params", "official"], default="params",
+                   help="backend: the answer filter and namespace of --params (backend.scoring), or ColBench's "
+                        "evaluator's (filter on, code exec'd inside a function)")  # fmt: skip
     p.add_argument("--metric", choices=["pixels", "clip"], default="pixels", help="frontend: similarity metric")
     p.add_argument("--clip-checkpoint", type=Path, help="frontend, metric clip: a local CLIP checkpoint directory")
     p.set_defaults(func=cmd_score)

@@ -9,6 +9,7 @@ unknown or ill-typed one). `sweetflow params` prints every key with its value an
 from __future__ import annotations
 
 import reprlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
@@ -20,6 +21,14 @@ from sweetflow.inputs import read_yaml
 PARAMS_FILE = Path("params.yaml")
 Domain = Literal["backend", "frontend"]
 DOMAINS: tuple[str, ...] = ("backend", "frontend")
+
+
+@dataclass(frozen=True)
+class ScoringRules:
+    """Which of ColBench's evaluator's behaviours backend scoring follows (BackendScoringParams)."""
+
+    answer_filter: bool = False
+    function_namespace: bool = False
 
 
 class Section(BaseModel):
@@ -457,14 +466,39 @@ class FrontendScoringParams(Section):
     similarity: SimilarityParams = Field(description=SimilarityParams.__doc__)
 
 
+class BackendScoringParams(SandboxParams):
+    """How backend answers are scored: ColBench's test rule, run in the sandbox with these limits."""
+
+    answer_filter: Literal["auto", "on", "off"] = Field(
+        description="ColBench's evaluator scores 0, without running it, an answer whose code contains 'import os', "
+        "'from os', 'import sys', 'from sys', 'sudo', 'transformers', 'exit(', 'quit(' or 'argparse'. The sandbox "
+        "does not need it; 'auto' turns it on for tasks.source 'colbench', so that scores compare with published ones."
+    )
+    namespace: Literal["auto", "module", "function"] = Field(
+        description="Where an answer's top-level names live. 'module': one namespace, as when a file is run. "
+        "'function': ColBench's evaluator execs the code inside a function, so a top-level import or helper lands "
+        "in locals the answer's function cannot see (NameError, the test fails). 'auto': 'function' for "
+        "tasks.source 'colbench', else 'module'."
+    )
+
+
 # Each domain has the same four sections, so that a stage of either declares the same params keys.
 class BackendParams(Section):
     """Backend programming (ColBench): a Python function, checked by hidden unit tests run in the sandbox."""
 
     tasks: TasksParams = Field(description=TasksParams.__doc__)
     simulator: SimulatorParams = Field(description=SimulatorParams.__doc__)
-    scoring: SandboxParams = Field(description=SandboxParams.__doc__)
+    scoring: BackendScoringParams = Field(description=BackendScoringParams.__doc__)
     model: ModelParams = Field(description=ModelParams.__doc__)
+
+    def scoring_rules(self) -> ScoringRules:
+        """The scoring options with 'auto' resolved against the task source."""
+        official = self.tasks.source == "colbench"
+        s = self.scoring
+        return ScoringRules(
+            answer_filter=s.answer_filter == "on" or (s.answer_filter == "auto" and official),
+            function_namespace=s.namespace == "function" or (s.namespace == "auto" and official),
+        )
 
 
 class FrontendParams(Section):

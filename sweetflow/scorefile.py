@@ -23,7 +23,7 @@ from sweetflow.backend.sandbox.pool import Sandbox, SandboxParams
 from sweetflow.backend.scoring import check_references, score_answers, summarize
 from sweetflow.backend.tasks.colbench import task_from_row
 from sweetflow.inputs import ImportRowError, iter_jsonl
-from sweetflow.params import RenderParams, SimilarityParams
+from sweetflow.params import RenderParams, ScoringRules, SimilarityParams
 
 
 def read_trajectories(path: Path | str) -> tuple[list[dict], list[str], list[int]]:
@@ -48,6 +48,7 @@ def score_file(
     sandbox: SandboxParams,
     render: RenderParams,
     similarity: SimilarityParams,
+    rules: ScoringRules = ScoringRules(),
 ) -> dict:
     """Score the file's rows: in the sandbox (backend), or rendered and compared (frontend)."""
     if domain == "frontend":
@@ -57,13 +58,14 @@ def score_file(
     tasks, answers, lines = read_trajectories(path)
     unique = {t["task_id"]: t for t in tasks}
     with Sandbox(sandbox) as sandbox:
-        checks = dict(zip(unique, check_references(list(unique.values()), sandbox, desc="references")))
+        checks = dict(zip(unique, check_references(list(unique.values()), sandbox, desc="references", rules=rules)))
         scores = score_answers(
             answers,
             [checks[t["task_id"]].expected for t in tasks],
             [t["test_cases"] for t in tasks],
             sandbox,
             desc="answers",
+            rules=rules,
         )
     summary = summarize(scores)
     summary["references_flagged"] = dict(Counter(f for c in checks.values() for f in c.flags))

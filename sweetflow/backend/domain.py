@@ -15,7 +15,7 @@ from sweetflow.backend.scoring import score_answers
 from sweetflow.backend.simulators import make_human
 from sweetflow.dialogue import Agent
 from sweetflow.domain import Domain, DomainRuntime, Score
-from sweetflow.params import NoAskAgentParams, Params, ScriptedAgentParams
+from sweetflow.params import NoAskAgentParams, Params, ScoringRules, ScriptedAgentParams
 
 
 class Backend(Domain):
@@ -28,7 +28,8 @@ class Backend(Domain):
         p = params.backend
         with Sandbox(p.scoring) as sandbox:
             endpoint = p.simulator.endpoint
-            yield sandbox_runtime(make_human(p.simulator), sandbox, endpoint.concurrency if endpoint else 1)
+            concurrency = endpoint.concurrency if endpoint else 1
+            yield sandbox_runtime(make_human(p.simulator), sandbox, concurrency, p.scoring_rules())
 
     def scripted_agent(self, p: ScriptedAgentParams | NoAskAgentParams) -> Agent:
         return ScriptedExpert(p.skill) if p.backend == "scripted" else NoAsk()
@@ -47,13 +48,14 @@ def view_fields(task: dict) -> dict:
     return {"topics": list(task.get("facts") or []), "template": task.get("template") or ""}
 
 
-def sandbox_runtime(human, sandbox: Sandbox, human_concurrency: int = 1) -> DomainRuntime:
+def sandbox_runtime(
+    human, sandbox: Sandbox, human_concurrency: int = 1, rules: ScoringRules = ScoringRules()
+) -> DomainRuntime:
     """The backend's runtime around a started sandbox: answers run against each task's tests."""
 
     def score(tasks: list[dict], answers: list[str]) -> list[Score]:
-        results = score_answers(
-            answers, [list(t["expected"]) for t in tasks], [list(t["test_cases"]) for t in tasks], sandbox
-        )
+        expected, calls = [list(t["expected"]) for t in tasks], [list(t["test_cases"]) for t in tasks]
+        results = score_answers(answers, expected, calls, sandbox, rules=rules)
         return [Score(r.tests_passed, r.success, r.status) for r in results]
 
     return DomainRuntime("backend", human, human_concurrency, score, view_fields, Score(0.0, False, None))

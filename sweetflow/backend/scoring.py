@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 
 from sweetflow.backend.sandbox import plaindata
 from sweetflow.backend.sandbox.pool import Job, Sandbox
+from sweetflow.params import ScoringRules
 
-# Strings for which ColBench's evaluator refuses to run a piece of code (docs/benchmark.md). We don't need
-# the filter (the sandbox contains such code), but flag references it would have rejected.
-OFFICIAL_FILTER = ("sudo",)
+# Strings for which ColBench's evaluator scores a piece of code 0 without running it (docs/benchmark.md).
+# The sandbox contains such code, so answers are filtered only when ScoringRules.answer_filter says so;
+# references it would reject are always flagged.
+OFFICIAL_FILTER = ("import os", "from os", "import sys", "from sys", "sudo", "transformers", "exit(", "quit(", "argparse")
 FLAGS = ("reference_error", "call_error", "nondeterministic", "none_output", "self_unequal", "official_filter")
 
 # Decoding or comparing plain data can still raise (Decimal('sNaN') == 1, deep nesting): a fail.
@@ -50,9 +52,11 @@ class ReferenceCheck:
     flags: list[str]
 
 
-def check_references(tasks: list[dict], sandbox: Sandbox, desc: str | None = None) -> list[ReferenceCheck]:
+def check_references(
+    tasks: list[dict], sandbox: Sandbox, desc: str | None = None, rules: ScoringRules = ScoringRules()
+) -> list[ReferenceCheck]:
     """Run each reference twice; keep the first run's outputs as expected, flag anything odd."""
-    jobs = [Job(t["ground_truth"], t["test_cases"]) for t in tasks]
+    jobs = [Job(t["ground_truth"], t["test_cases"], _namespace(rules)) for t in tasks]
     runs = sandbox.run(jobs + jobs, desc=desc)
     first, second = runs[: len(jobs)], runs[len(jobs) :]
     checks = []
@@ -69,7 +73,7 @@ def check_references(tasks: list[dict], sandbox: Sandbox, desc: str | None = Non
             flags.append("none_output")
         if any(o is not None and not _equal_to_itself(o) for o in decoded):
             flags.append("self_unequal")
-        if any(s in task["ground_truth"] for s in OFFICIAL_FILTER):
+        if refused_by_filter(task["ground_truth"]):
             flags.append("official_filter")
         passes = sum(passes_test(e, o) for e, o in zip(a.outputs, b.outputs))
         checks.append(ReferenceCheck(a.outputs, passes, flags))
@@ -100,17 +104,36 @@ class AnswerScore:
 
 
 def score_answers(
-    answers: list[str], expected: list[list[str | None]], calls: list[list[str]], sandbox: Sandbox, desc: str | None = None
+    answers: list[str],
+    expected: list[list[str | None]],
+    calls: list[list[str]],
+    sandbox: Sandbox,
+    desc: str | None = None,
+    rules: ScoringRules = ScoringRules(),
 ) -> list[AnswerScore]:
     """Score each answer's code against its task's expected outputs."""
-    runs = sandbox.run([Job(extract_code(a), c) for a, c in zip(answers, calls)], desc=desc)
+    codes = [extract_code(a) for a in answers]
+    filtered = [rules.answer_filter and refused_by_filter(code) for code in codes]
+    jobs = [Job(code, c, _namespace(rules)) for code, c, f in zip(codes, calls, filtered) if not f]
+    runs = iter(sandbox.run(jobs, desc=desc))
     scores = []
-    for run, exp in zip(runs, expected):
+    for exp, refused in zip(expected, filtered):
+        if refused:
+            scores.append(AnswerScore(0.0, False, [False] * len(exp), "filtered"))
+            continue
+        run = next(runs)
         passed = [passes_test(e, o) for e, o in zip(exp, run.outputs)]
-        n = max(len(exp), 1)
-        fraction = sum(passed) / n
+        fraction = sum(passed) / max(len(exp), 1)
         scores.append(AnswerScore(fraction, fraction == 1.0 and len(exp) > 0, passed, run.status, run.failure_kinds()))
     return scores
+
+
+def refused_by_filter(code: str) -> bool:
+    return any(s in code for s in OFFICIAL_FILTER)
+
+
+def _namespace(rules: ScoringRules) -> str:
+    return "function" if rules.function_namespace else "module"
 
 
 def summarize(scores: list[AnswerScore]) -> dict:

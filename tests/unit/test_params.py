@@ -15,7 +15,8 @@ from pydantic import BaseModel
 
 from sweetflow.cli import main
 from sweetflow.errors import InputError
-from sweetflow.params import Params, ParamsError, describe_params, load_params
+from sweetflow.params import Params, ParamsError, ScoringRules, describe_params, load_params
+from tests.support.params import params_with
 from tests.support.project import ROOT, merge
 
 PROJECT = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -168,3 +169,19 @@ def test_a_huge_offending_value_is_shown_short(tmp_path):
     with pytest.raises(ParamsError) as err:
         load_params(write(tmp_path, {"backend": {"tasks": {"n_test": list(range(20_000))}}}))
     assert "backend.tasks.n_test" in str(err.value) and len(str(err.value)) < 2_000
+
+
+@pytest.mark.parametrize(
+    "source, answer_filter, namespace, expected",
+    [
+        ("procedural", "auto", "auto", ScoringRules(False, False)),
+        ("colbench", "auto", "auto", ScoringRules(True, True)),
+        ("colbench", "off", "module", ScoringRules(False, False)),
+        ("procedural", "on", "function", ScoringRules(True, True)),
+        ("procedural", "auto", "function", ScoringRules(False, True)),
+    ],
+)
+def test_auto_scoring_rules_follow_colbench_only_for_its_tasks(source, answer_filter, namespace, expected):
+    changes = {"tasks": {"source": source, "colbench_train": "x.jsonl", "colbench_test": "y.jsonl"},
+               "scoring": {"answer_filter": answer_filter, "namespace": namespace}}  # fmt: skip
+    assert params_with({"backend": changes}).backend.scoring_rules() == expected

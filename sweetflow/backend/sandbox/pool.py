@@ -40,6 +40,9 @@ ROOT_LAYERS = ("no-network", "private-tmp", "unprivileged-uid")
 class Job:
     code: str
     calls: Sequence[str]
+    # "module": the code's top-level names are visible to its functions, as when a file runs.
+    # "function": they are locals of an enclosing function, as in ColBench's evaluator (ScoringRules).
+    namespace: str = "module"
 
 
 @dataclass
@@ -144,8 +147,13 @@ class _Worker:
             return None
         return self.proc.stdout.readline() or None
 
+    @property
+    def limits(self) -> dict:
+        # Only the limits: BackendScoringParams adds scoring options that are no business of the worker's.
+        return {name: getattr(self.params, name) for name in SandboxParams.model_fields}
+
     def run(self, job: Job) -> Execution:
-        request = {"code": job.code, "calls": list(job.calls), "limits": self.params.model_dump()}
+        request = {"code": job.code, "calls": list(job.calls), "namespace": job.namespace, "limits": self.limits}
         try:
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()

@@ -161,9 +161,12 @@ def _child(job: dict, workdir: str, uid: int | None, result_fd: int, devnull: in
             signal.setitimer(signal.ITIMER_REAL, 0)
 
     namespace: dict = {"__name__": ANSWER_NAME, "__builtins__": __builtins__}
+    # "function" (ColBench's evaluator): top-level names land in separate locals, which the answer's
+    # own functions cannot see; the calls are evaluated where the evaluator evaluates them, in both.
+    local = namespace if job.get("namespace", "module") == "module" else {}
     try:
         code = compile(job["code"], "<answer>", "exec")
-        timed(lambda: exec(code, namespace))
+        timed(lambda: exec(code, namespace, local))
     except SyntaxError:
         emit("compile", "error", "syntax")
         os._exit(0)
@@ -176,7 +179,7 @@ def _child(job: dict, workdir: str, uid: int | None, result_fd: int, devnull: in
     emit("exec", "ok")
     for i, call in enumerate(job["calls"]):
         try:
-            text = timed(lambda: plaindata.dumps(eval(call, namespace)))
+            text = timed(lambda: plaindata.dumps(eval(call, namespace, local)))
         except CallTimeout:
             emit(str(i), "error", "timeout")
         except BaseException as e:

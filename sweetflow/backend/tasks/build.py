@@ -24,7 +24,7 @@ def build_tasks(params: Params) -> TaskSet:
         train, test, inputs = load_tasks(p.tasks, sandbox, metrics)
         splits = {}
         for split, tasks in (("train", train), ("test", test)):
-            checks = check_references(tasks, sandbox, desc=f"references ({split})")
+            checks = check_references(tasks, sandbox, desc=f"references ({split})", rules=p.scoring_rules())
             rows = [
                 {**t, "split": split, "expected": c.expected, "reference_passes": c.reference_passes, "flags": c.flags}
                 for t, c in zip(tasks, checks)

@@ -478,9 +478,8 @@ SPLIT_BILL = Family(
         "about rounding up each share. Return each person's share in dollars."
     ),
     template="""\
-import math
-
 def @fn(@bill, @people):
+    import math
     rate = ${large_group_tip} if @people >= ${large_group_size} else ${tip_rate}
     share_cents = round(@bill * (1 + rate) / @people * 100, 6)
     step = ${round_up_cents}
@@ -786,9 +785,8 @@ REORDER_PLAN = Family(
         "sizes. Return a dict of item to units to order, only for the items that need it."
     ),
     template="""\
-import math
-
 def @fn(@stock, @daily_sales):
+    import math
     order = {}
     for item, per_day in @daily_sales.items():
         have = @stock.get(item, 0)
@@ -850,9 +848,8 @@ PARKING_FEE = Family(
         "fee. Return the fee in dollars, rounded to cents."
     ),
     template="""\
-import math
-
 def @fn(@minutes):
+    import math
     if @minutes <= ${free_minutes}:
         return 0.0
     blocks = math.ceil(@minutes / ${block_minutes})
@@ -1816,9 +1813,8 @@ RETURN_ALLOWED = Family(
         "bought in December get extra time. Return True or False."
     ),
     template="""\
-from datetime import date
-
 def @fn(@purchase_date, @return_date, @category):
+    from datetime import date
     bought = date.fromisoformat(@purchase_date)
     days_kept = (date.fromisoformat(@return_date) - bought).days
     allowed = ${electronics_days} if @category == 'electronics' else ${standard_days}

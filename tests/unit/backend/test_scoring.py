@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 import pytest
 
 from sweetflow.backend.sandbox import plaindata
 from sweetflow.backend.sandbox.pool import Sandbox
-from sweetflow.backend.scoring import check_references, extract_code, passes_test, score_answers
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sweetflow.backend.scoring import (
+    OFFICIAL_FILTER,
+    check_references,
+    extract_code,
+    passes_test,
+    refused_by_filter,
+    score_answers,
+)
+from sweetflow.backend.tasks.procedural import generate_tasks
 from sweetflow.cli import main
-from tests.support.params import sandbox_params
+from sweetflow.params import ScoringRules
+from sweetflow.scorefile import score_file
+from tests.support.params import project_params, sandbox_params
 from tests.support.project import SAMPLE
 
 
@@ -115,3 +129,86 @@ def test_score_command_names_a_bad_row(tmp_path, capsys):
     path.write_text(json.dumps({"task": {"problem_description": "x"}, "answer": "y"}) + "\n")
     assert main(["score", "--domain", "backend", str(path)]) == 2
     assert "line 1: field 'ground_truth'" in capsys.readouterr().out
+
+
+@given(st.sampled_from(OFFICIAL_FILTER), st.text(max_size=30), st.text(max_size=30))
+def test_the_answer_filter_refuses_code_holding_any_banned_string(banned, before, after):
+    assert refused_by_filter(before + banned + after)
+
+
+def test_the_answer_filter_passes_code_without_banned_strings():
+    assert not refused_by_filter("import math\ndef f(system, osmosis):\n    return math.exp(system)")
+
+
+def test_filtered_answers_score_zero_without_running(sandbox):
+    calls = ["f(1)", "f(2)"]
+    (check,) = check_references([task("def f(x):\n    return x + 1", calls)], sandbox)
+    answers = ["import sys\ndef f(x):\n    return x + 1", "def f(x):\n    return x + 1"]
+    args = ([check.expected] * 2, [calls] * 2, sandbox)
+    off = score_answers(answers, *args)
+    on = score_answers(answers, *args, rules=ScoringRules(answer_filter=True))
+    assert [s.success for s in off] == [True, True]
+    assert [(s.success, s.status, s.passed) for s in on] == [(False, "filtered", [False, False]), (True, "ok", [True, True])]
+
+
+@pytest.mark.parametrize(
+    "answer, in_function",
+    [
+        ("import math\ndef f(x):\n    return math.floor(x) + 1", False),  # a top-level import
+        ("def g(x):\n    return int(x)\ndef f(x):\n    return g(x) + 1", False),  # a top-level helper
+        ("def f(x):\n    import math\n    return math.floor(x) + 1", True),
+        ("def f(x):\n    def g(y):\n        return int(y)\n    return g(x) + 1", True),
+    ],
+)
+def test_the_function_namespace_hides_top_level_names_from_the_answer(sandbox, answer, in_function):
+    calls = ["f(1)", "f(2.5)", "f(-3)"]
+    (check,) = check_references([task("def f(x):\n    return int(x) // 1 + 1 if x >= 0 else -3 + 1", calls)], sandbox)
+    module = score_answers([answer], [check.expected], [calls], sandbox)[0]
+    function = score_answers([answer], [check.expected], [calls], sandbox, rules=ScoringRules(function_namespace=True))[0]
+    assert module.success
+    assert function.success is in_function
+    if not in_function:
+        assert function.failures["call_exception"] == len(calls)  # NameError in every call
+
+
+def test_procedural_tasks_score_the_same_under_colbench_rules(tmp_path):
+    """Every family's reference, exported in ColBench's shape, passes its own tests both ways."""
+    _, test = generate_tasks(0, 2 * 28, seed=3)
+    path = tmp_path / "references.jsonl"
+    with path.open("w") as fh:
+        for t in test:
+            row = {
+                "problem_description": t["problem_description"],
+                "ground_truth": t["ground_truth"],
+                "test_cases": {f"test{i + 1}": call for i, call in enumerate(t["test_cases"])},
+            }
+            fh.write(json.dumps({"task": row, "answer": t["ground_truth"]}) + "\n")
+    p = project_params()
+    scoring = p.backend.scoring.model_copy(update={"workers": 2})
+    render, similarity = p.frontend.scoring.render, p.frontend.scoring.similarity
+    ours = score_file(path, "backend", None, scoring, render, similarity)
+    official = score_file(path, "backend", None, scoring, render, similarity, ScoringRules(True, True))
+    assert ours["count"] == official["count"] == len(test) == 56
+    assert ours["success_rate"] == official["success_rate"] == 1.0
+
+
+def test_colbench_rules_on_real_rows(tmp_path):
+    """The published references pass under both rules; an answer that moves the reference into a
+    top-level helper passes only when its top-level names are visible (as in a module)."""
+    rows = [json.loads(line) for line in (SAMPLE / "backend_test_first100.jsonl").read_text().splitlines()]
+    path = tmp_path / "rows.jsonl"
+    with path.open("w") as fh:
+        for row in rows:
+            name = re.match(r"\s*(\w+)\(", next(iter(row["test_cases"].values()))).group(1)
+            helper = re.sub(rf"\bdef {name}\(", "def _inner(", row["ground_truth"], count=1)
+            wrapped = f"{helper}\n\ndef {name}(*args, **kwargs):\n    return _inner(*args, **kwargs)\n"
+            for answer in (row["ground_truth"], wrapped):
+                fh.write(json.dumps({"task": row, "answer": answer}) + "\n")
+    outs = {rules: tmp_path / f"{rules}.jsonl" for rules in ("params", "official")}
+    for rules, out in outs.items():
+        args = ["score", "--domain", "backend", str(path), "--out", str(out), "--workers", "2", "--rules", rules]
+        assert main(args) == 0
+    ours, official = (pl.read_ndjson(out)["success"].to_list() for out in outs.values())
+    assert ours == [True] * 200
+    assert official[0::2] == [True] * 100
+    assert not any(official[1::2])
