@@ -1,8 +1,9 @@
 """Stage `report`: the paper's Table 2 from our evaluations, for each domain, the goal check and the plots.
 
-Reads params `seeds` and `train_domains`, and under `reports/<domain>/` every method's
-`metrics.json`, the critics' and their checks' metrics and the DVCLive training curves, each only
-where present (a method not evaluated yet is "not run"). Writes `reports/summary/` (`results.md`,
+Reads params `seeds` and `train_domains`, under `reports/<domain>/` every method's `metrics.json`,
+the critics' and their checks' metrics and the DVCLive training curves, and under
+`data/<domain>/evaluations/` every method's episodes (for the paired intervals), each only where
+present (a method not evaluated yet is "not run"). Writes `reports/summary/` (`results.md`,
 `results.json`, `methods.png`, `training_curves.png`, `manifest.json`) and a copy of `results.md`
 at `reports/results.md`.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sweetflow import paths
 from sweetflow.artifacts import stage_output, write_json
 from sweetflow.errors import run_stage
 from sweetflow.params import DOMAINS, load_params
@@ -26,9 +28,9 @@ RESULTS_MD = REPORTS / "results.md"
 
 def main() -> None:
     params = load_params()
-    results = [read_domain(REPORTS, d, d in params.train_domains) for d in DOMAINS]
+    results = [read_domain(REPORTS, Path(paths.evaluations(d)), d, d in params.train_domains) for d in DOMAINS]
     panels = [p for d in DOMAINS for p in find_curves(REPORTS / d / "stages", f"{d}: ")]
-    inputs = [REPORTS / d for d in DOMAINS if (REPORTS / d).exists()]
+    inputs = [p for d in DOMAINS for p in (REPORTS / d, Path(paths.evaluations(d))) if p.exists()]
     sections = {"seeds": params.seeds, "train_domains": params.train_domains}
     with stage_output(SUMMARY, "report", sections, inputs) as out:
         (out.dir / "results.md").write_text(render_markdown(results, params.seeds, plots="."))

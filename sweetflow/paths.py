@@ -48,8 +48,12 @@ def critic_check(domain: str, critic: str) -> str:
     return f"data/{domain}/critic_check/{critic}"
 
 
+def evaluations(domain: str) -> str:
+    return f"data/{domain}/evaluations"
+
+
 def evaluation(domain: str, method: str) -> str:
-    return f"data/{domain}/evaluations/{method}"
+    return f"{evaluations(domain)}/{method}"
 
 
 def base_model(domain: str) -> str:

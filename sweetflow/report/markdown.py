@@ -97,6 +97,8 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
         values = ", ".join(f"{_pct(v)}% {name}" for v, name in zip(r.reference.means, spec.columns))
         out += [f"References scored as answers (sanity check of the benchmark, expected 100%): {values}.", ""]
     out += [f"### Goal check ({r.domain})", "", *goal_sentences(r.check, spec), ""]
+    if r.intervals:
+        out += interval_table(r)
     if r.critics:
         out += [
             f"### Critics ({r.domain})",
@@ -112,6 +114,27 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
     return out
 
 
+def interval_table(r: DomainResults) -> list[str]:
+    """The paired differences between methods, with their task-bootstrap intervals."""
+    measure = "success" if r.spec.episode_column == "success" else "similarity"
+    level = f"{r.intervals[0].level:.0%}"
+    out = [
+        f"### Paired differences ({r.domain})",
+        "",
+        f"Per task, the mean {measure} over seeds and samples of one method minus the other's, averaged over "
+        f"the {r.intervals[0].tasks} test tasks; {level} intervals from resampling tasks (paired bootstrap). "
+        "A difference is resolved when its interval excludes 0.",
+        "",
+        f"| comparison | difference (points) | {level} interval | resolved |",
+        "|---|---|---|---|",
+    ]
+    for i in r.intervals:
+        resolved = "yes" if i.excludes_zero else "no"
+        out.append(f"| {label(i.a)} − {label(i.b)} | {i.difference * 100:+.1f} "
+                   f"| [{i.low * 100:+.1f}, {i.high * 100:+.1f}] | {resolved} |")  # fmt: skip
+    return [*out, ""]
+
+
 def results_data(results: list[DomainResults], seeds: list[int]) -> dict:
     """The tables as data (results.json)."""
     return {
@@ -123,6 +146,7 @@ def results_data(results: list[DomainResults], seeds: list[int]) -> dict:
                 "reference": None if r.reference is None else asdict(r.reference),
                 "goal_check": r.check,
                 "critics": r.critics,
+                "paired_differences": [asdict(i) for i in r.intervals],
                 "paper_gpt4o": r.spec.gpt4o,
             }
             for r in results

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweetflow.errors import InputError
+from sweetflow.report.intervals import Interval, method_intervals
 
 # Rows of Table 2 in the paper's order; trained methods not listed here go after these.
 TRAINED = {
@@ -50,6 +51,7 @@ class DomainSpec:
     description: str
     paper: dict[str, tuple[float, float]]
     gpt4o: tuple[float, float]
+    episode_column: str  # the per-episode outcome that paired comparisons average
 
 
 DOMAINS = {
@@ -62,6 +64,7 @@ DOMAINS = {
         {"zero_shot": (34.2, 22.4), "rft": (40.9, 28.2), "mtdpo": (48.0, 34.4), "sweet": (56.8, 40.4),
          "sweet_no_info": (44.0, 31.2)},  # fmt: skip
         (54.6, 40.4),
+        "success",
     ),
     "frontend": DomainSpec(
         "Frontend design",
@@ -72,6 +75,7 @@ DOMAINS = {
         "closer to the target than the page made from the description alone (a tie is half a win)",
         {"zero_shot": (72.4, 33.8), "rft": (75.2, 38.6), "mtdpo": (76.9, 42.8), "sweet": (77.7, 48.2)},
         (78.1, 50.0),
+        "reward",
     ),
 }
 
@@ -253,14 +257,19 @@ class DomainResults:
     check: dict
     reference: Row | None
     critics: list[dict]
+    intervals: list[Interval]
 
     @property
     def spec(self) -> DomainSpec:
         return DOMAINS[self.domain]
 
 
-def read_domain(reports: Path, domain: str, trained: bool) -> DomainResults:
+def read_domain(reports: Path, evaluations: Path, domain: str, trained: bool) -> DomainResults:
+    """A domain's results from its metrics under `reports/<domain>/` and, for the paired intervals,
+    its episodes under `evaluations` (data/<domain>/evaluations)."""
     spec = DOMAINS[domain]
     methods = read_methods(reports / domain, spec)
     rows = table_rows(methods, spec, trained)
-    return DomainResults(domain, rows, goal_check(rows, spec), methods.get(REFERENCE), read_critics(reports / domain / "stages"))
+    critics = read_critics(reports / domain / "stages")
+    intervals = method_intervals(evaluations, spec.episode_column)
+    return DomainResults(domain, rows, goal_check(rows, spec), methods.get(REFERENCE), critics, intervals)

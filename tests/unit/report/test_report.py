@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import matplotlib.image
+import polars as pl
 import pytest
 
 from sweetflow.errors import InputError
@@ -221,7 +222,7 @@ def test_frontend_table_shows_similarity_and_win_rate_beside_the_papers(project)
     assert "| similarity (%) | win rate (%) |" in frontend and "78.1 / 50.0" in frontend
     assert "expected 100%): 100.0% similarity, 100.0% win rate" in frontend
     assert "zero_shot" in table_lines(markdown, "backend")  # the backend's rows are the backend's
-    trained = read_domain(project / "reports", "frontend", trained=True)
+    trained = read_domain(project / "reports", project / "data/frontend/evaluations", "frontend", trained=True)
     assert [r.method for r in trained.rows][:4] == ["zero_shot", "rft", "mtdpo", "sweet"]
     assert trained.rows[3].paper == (77.7, 48.2) and trained.check["metric"] == "win_rate"
 
@@ -283,7 +284,7 @@ def test_pngs_are_valid_and_byte_identical_across_renders(project):
     curves(project)
     for method, data in FRONTEND.items():
         write_metrics(project, method, data, "frontend")
-    results = [read_domain(project / "reports", d, d == "backend") for d in DOMAINS]
+    results = [read_domain(project / "reports", project / f"data/{d}/evaluations", d, d == "backend") for d in DOMAINS]
     panels = find_curves(project / STAGES, "backend: ")
     renders = []
     for k in range(2):
@@ -298,3 +299,18 @@ def test_pngs_are_valid_and_byte_identical_across_renders(project):
         image = matplotlib.image.imread(first)
         assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
         assert first.read_bytes() == second.read_bytes()
+
+
+def test_paired_differences_are_tabled_from_the_episodes(project):
+    for method, data in HOLDS.items():
+        write_metrics(project, method, data)
+    for method, successes in (("sweet", [1, 1, 1, 0] * 25), ("mtdpo", [0, 1, 1, 0] * 25), ("rft", [1, 1, 1, 0] * 25)):
+        directory = project / "data/backend/evaluations" / method
+        directory.mkdir(parents=True)
+        frame = pl.DataFrame({"task_id": [f"t{k}" for k in range(100)], "success": [bool(s) for s in successes]})
+        frame.write_parquet(directory / "trajectories-seed0.parquet")
+    markdown = section(run_stage_in(project), "backend")
+    assert "### Paired differences (backend)" in markdown
+    assert "| SWEET-RL − Multi-turn DPO | +25.0 | [+" in markdown
+    assert "| SWEET-RL − Rejection fine-tuning | +0.0 | [+0.0, +0.0] | no |" in markdown
+    assert "without training-time information" not in markdown.split("### Paired differences")[1].split("###")[0]

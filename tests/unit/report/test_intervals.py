@@ -1,0 +1,85 @@
+"""Paired task-bootstrap intervals, against hand-built cases with known answers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sweetflow.errors import InputError
+from sweetflow.report.intervals import method_intervals, paired_bootstrap, task_means
+
+
+def tasks(values) -> dict[str, float]:
+    return {f"t{i:03d}": float(v) for i, v in enumerate(values)}
+
+
+def test_identical_methods_differ_by_exactly_zero():
+    a = tasks([0, 1, 1, 0, 0.5])
+    i = paired_bootstrap(a, dict(a))
+    assert (i.difference, i.low, i.high, i.excludes_zero) == (0.0, 0.0, 0.0, False)
+
+
+def test_a_constant_shift_is_the_whole_interval():
+    a = tasks([0.2, 0.5, 0.1, 0.9])
+    i = paired_bootstrap({t: v + 0.1 for t, v in a.items()}, a)
+    assert i.difference == pytest.approx(0.1) and i.low == pytest.approx(0.1) and i.high == pytest.approx(0.1)
+    assert i.excludes_zero
+
+
+def test_pairing_removes_the_task_variance():
+    """Task difficulty varies widely, but B is A minus 0.05 on every other task: the paired interval
+    stays narrow and above 0, where comparing the two means unpaired would not resolve it."""
+    rng = np.random.default_rng(1)
+    hard = rng.uniform(0, 1, 300)
+    a = tasks(hard)
+    b = {t: v - 0.05 * (k % 2) for k, (t, v) in enumerate(a.items())}
+    i = paired_bootstrap(a, b)
+    assert i.difference == pytest.approx(0.025)
+    assert 0 < i.low < 0.025 < i.high < 0.05
+
+
+def test_the_half_width_matches_the_normal_approximation():
+    d = np.array([1.0, -1.0] * 200)  # mean 0, sd 1, n 400: half-width 1.96 / 20
+    a = tasks(d)
+    i = paired_bootstrap(a, tasks(np.zeros_like(d)), resamples=20_000)
+    assert (i.high - i.low) / 2 == pytest.approx(1.96 / 20, rel=0.05)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=40))
+def test_the_interval_holds_the_difference_and_swapping_negates_it(pairs):
+    a, b = tasks([p[0] for p in pairs]), tasks([p[1] for p in pairs])
+    i, j = paired_bootstrap(a, b, resamples=500), paired_bootstrap(b, a, resamples=500)
+    assert i.low - 1e-12 <= i.difference <= i.high + 1e-12
+    assert j.difference == pytest.approx(-i.difference, abs=1e-12)
+    assert math.isclose(j.low, -i.high, abs_tol=1e-9) and math.isclose(j.high, -i.low, abs_tol=1e-9)
+
+
+def test_different_task_sets_are_refused():
+    with pytest.raises(InputError, match="different tasks"):
+        paired_bootstrap(tasks([1, 0]), tasks([1, 0, 1]), ("sweet", "rft"))
+
+
+def test_task_means_average_seeds_and_samples():
+    frame = pl.DataFrame({"task_id": ["a", "a", "b", "a", "b", "b"], "success": [True, False, True, True, True, True]})
+    assert task_means(frame, "success") == {"a": pytest.approx(2 / 3), "b": 1.0}
+
+
+def test_method_intervals_read_every_seed_file_and_skip_methods_not_run(tmp_path):
+    def write(method: str, seed: int, successes: list[bool]) -> None:
+        (tmp_path / method).mkdir(exist_ok=True)
+        frame = pl.DataFrame({"task_id": [f"t{k}" for k in range(len(successes))], "success": successes, "x": 1})
+        frame.write_parquet(tmp_path / method / f"trajectories-seed{seed}.parquet")
+
+    write("sweet", 0, [True, True, False, True])
+    write("sweet", 1, [True, False, False, True])
+    write("mtdpo", 0, [False, True, False, False])
+    write("mtdpo", 1, [False, True, False, True])
+    (i,) = method_intervals(tmp_path, "success")  # rft, sweet_no_info and zero_shot were not run
+    assert (i.a, i.b, i.tasks) == ("sweet", "mtdpo", 4)
+    assert i.difference == pytest.approx((0.5 + 0 + 0 + 0.5) / 4)
