@@ -2,7 +2,9 @@
 
 `python -m stages.critic DOMAIN NAME` reads params `critics.NAME`, the domain's training tasks (for
 each task's reference solution, the training-time information), its offline rollouts, their
-trajectory pairs and its base model, which the critic starts from and which is its reference. Each trajectory is
+trajectory pairs and its base model, which the critic starts from and which is its reference. With
+`warmup_epochs`, the critic first fine-tunes on the successful rollouts in its own view, and that model
+is its start and its reference instead. Each trajectory is
 read in the critic's view — the reference solution in the system message, unless `training_info`
 is off (the ablation) — and each agent turn is one segment: the critic's advantage of a turn is
 its length-normalised log-ratio against the base model, and the Bradley–Terry loss compares the
@@ -17,6 +19,7 @@ per-turn log-probs of the training sequences, computed once; `training_config.js
 from __future__ import annotations
 
 import json
+import tempfile
 
 import polars as pl
 import torch
@@ -30,8 +33,8 @@ from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.loop import launch, live_report
 from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.preference import train_preference
-from sweetflow.rl.sequences import context_length, trajectory_pair_data
-from sweetflow.rl.sft import split_by_task
+from sweetflow.rl.sequences import context_length, successful_chats, trajectory_pair_data
+from sweetflow.rl.sft import encode_chats, split_by_task, train_sft
 from sweetflow.tables import read_tasks
 
 HOLDOUT_SHARE = 0.1  # of the tasks with pairs: their pairs only measure the critic
@@ -52,6 +55,18 @@ def main() -> None:
     pad = pad_id(tokenizer)
     held = split_by_task([{"task_id": t} for t in pairs["task_id"].unique().sort()], HOLDOUT_SHARE, p.seed)
     scoring = "turns" if p.per_turn else "all"
+    warmup = {}
+    if p.warmup_epochs:
+        # Learn to read the critic's view first; the held-out tasks stay unseen, as for the pairs.
+        kept = trajectories.filter(~pl.col("task_id").is_in(held))
+        chats = successful_chats(tasks, kept, p.warmup_min_reward, p.training_info)
+        examples, _ = encode_chats(tokenizer, chats, context_length(tokenizer, model.config))
+        with tempfile.TemporaryDirectory() as log_dir:  # its summary goes into the critic's metrics
+            fitted = train_sft(model, examples, [], p.model_copy(update={"epochs": p.warmup_epochs}), engine, pad, log_dir)
+        if fitted.model is None:  # not the main process
+            return
+        model = fitted.model
+        warmup = {"warmup_dialogues": len(examples), "warmup_loss_last_epoch": fitted.summary["train_loss_last_epoch"]}
 
     def build(part: pl.DataFrame):
         data, keys, dropped = trajectory_pair_data(
@@ -74,6 +89,7 @@ def main() -> None:
         "train_tokens_per_epoch": train.tokens(),
         "training_info": p.training_info,
         "normalisation": "per turn" if p.per_turn else "per trajectory",
+        **warmup,
     }
     loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef)
     with live_report(paths.stage_report(domain, "critics", name)) as live:

@@ -259,6 +259,13 @@ class CriticParams(TrainerParams, PreferenceParams):
         description="Normalise each agent turn by its own length and sum over turns (the paper's formula); false: "
         "one segment per trajectory, normalised by all its agent tokens (the official code's variant)."
     )
+    warmup_epochs: int = Field(
+        ge=0,
+        description="Epochs of supervised fine-tuning in the critic's own view, on the rollouts whose reward reaches "
+        "warmup_min_reward, before the preference loss; the warmed-up model is then the critic's reference. A base "
+        "model that never read a reference solution in its input must first learn to (0: no warm-up, as the paper).",
+    )
+    warmup_min_reward: float = Field(description="The rollouts the warm-up learns from: reward at least this.")
 
 
 class CandidatesParams(Section):

@@ -177,11 +177,14 @@ def candidate_sequences(
     return out
 
 
-def successful_chats(tasks: dict[str, dict], trajectories: pl.DataFrame, min_reward: float) -> list[list[dict]]:
-    """The policy's chat of every usable trajectory whose reward reaches `min_reward`."""
+def successful_chats(
+    tasks: dict[str, dict], trajectories: pl.DataFrame, min_reward: float, with_info: bool = False
+) -> list[list[dict]]:
+    """The chat of every usable trajectory whose reward reaches `min_reward`: the policy's, or with
+    `with_info` the critic's (the reference solution in the system message)."""
     kept = trajectories.filter(pl.col("failure").is_null() & (pl.col("reward") >= min_reward))
     return [
-        chat_for(dialogue_view(tasks[task_id], dialogue), None)
+        chat_for(dialogue_view(tasks[task_id], dialogue), tasks[task_id]["ground_truth"] if with_info else None)
         for task_id, dialogue in kept.select("task_id", "dialogue").iter_rows()
     ]
 

@@ -41,7 +41,7 @@ SMALL_PARAMS = {
     "rollout": {"agent": "half_expert", "samples_per_task": 2},
     # Three turns leave the scripted designer's samples of a task close together.
     "pairs": {"min_gap": 0.01},
-    "critics": {"with_info": {"epochs": 1}, "no_info": {"epochs": 1}},
+    "critics": {"with_info": {"epochs": 1, "warmup_epochs": 1, "warmup_min_reward": 0.0}, "no_info": {"epochs": 1}},
     "candidates": {"share": 0.1, "n": 4, "policy": {"max_new_tokens": 32, "threads": 1}},
     "critic_check": {"states": 3, "rollouts": 1},
     "policies": {"rft": {"epochs": 1, "min_reward": {"backend": 1.0, "frontend": 0.2}}, "mtdpo": {"epochs": 1},

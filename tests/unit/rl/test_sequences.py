@@ -119,6 +119,15 @@ def test_successful_chats_are_the_policy_view_of_reward_1_trajectories(tasks, tr
     assert all("the final answer is" not in chat[0]["content"] for chat in chats)
 
 
+def test_successful_chats_in_the_critics_view_hold_the_reference(tasks, trajectories):
+    kept = trajectories.filter(pl.col("reward") >= 1.0)
+    policy, critic = successful_chats(tasks, trajectories, 1.0), successful_chats(tasks, trajectories, 1.0, True)
+    for task_id, p, c in zip(kept["task_id"], policy, critic):
+        assert tasks[task_id]["ground_truth"].strip() in c[0]["content"]
+        assert tasks[task_id]["ground_truth"].strip() not in p[0]["content"]
+        assert c[1:] == p[1:]  # the same dialogue; only the system message differs
+
+
 @pytest.fixture(scope="module")
 def candidates(checkpoint, tasks, trajectories) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     states = sample_turn_states(trajectories, 0.2, seed=0)
