@@ -50,3 +50,42 @@ def test_package_init_files_hold_no_code():
         body = ast.parse(init.read_text()).body
         code = [n for n in body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
         assert not code, f"{Path(init).relative_to(ROOT)}: code in a package's __init__.py"
+
+
+# The stages that may read the test split: the final evaluations and the table made from them.
+FINAL = {"score_references", "evaluate", "evaluate_base", "evaluate_policy", "report"}
+
+
+def _reads_test(dep: str) -> bool:
+    """Test tasks, or the directory that holds them, or episodes on them."""
+    parts = dep.split("/")
+    return dep.endswith("/tasks/test.parquet") or (len(parts) == 3 and parts[2] == "tasks") or "evaluations" in parts
+
+
+def _test_data_upstream(spec, stages) -> list[str]:
+    """Every dep that reads test data, of `spec` or of any stage whose outputs it reads, transitively."""
+    found, seen, todo = [], set(), [spec]
+    while todo:
+        s = todo.pop()
+        if s.name in seen:
+            continue
+        seen.add(s.name)
+        found += [f"{s.name}: {d}" for d in s.deps if _reads_test(d)]
+        todo += [p for p in stages for d in s.deps for o in p.outs if d == o or d.startswith(o + "/") or o.startswith(d + "/")]
+    return found
+
+
+@pytest.mark.parametrize("spec", [s for s in STAGES if s.name.split("@")[0] not in FINAL], ids=lambda s: s.name)
+def test_no_training_or_tuning_stage_reads_test_data(spec):
+    assert _test_data_upstream(spec, STAGES) == []
+
+
+def test_a_stage_that_reads_test_data_is_caught():
+    policy = next(s for s in STAGES if s.name == "policy@backend-sweet")
+    leaky = dataclasses.replace(policy, deps=tuple(d.replace("train.parquet", "test.parquet") for d in policy.deps))
+    assert _test_data_upstream(leaky, STAGES) == ["policy@backend-sweet: data/backend/tasks/test.parquet"]
+    # Upstream too: a policy trained on a critic that was trained on test episodes.
+    critic = next(s for s in STAGES if s.name == "critic@backend-with_info")
+    tainted = dataclasses.replace(critic, deps=(*critic.deps, "data/backend/evaluations/zero_shot"))
+    others = [tainted if s.name == critic.name else s for s in STAGES]
+    assert "critic@backend-with_info: data/backend/evaluations/zero_shot" in _test_data_upstream(policy, others)
