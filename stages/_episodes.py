@@ -71,25 +71,30 @@ def checkpoint_for_seed(directory: Path | str, seed: int) -> Path:
     raise InputError(f"{directory}: neither a checkpoint nor a directory with a checkpoint {per_seed.name}/")
 
 
-def checkpoint_evaluation_stage(stage: Stage, method: str, directory: str) -> dict:
-    """Stages `evaluate_base@<domain>` (method `zero_shot`, the base model) and
-    `evaluate_policy@<domain>-<name>`: the checkpoint(s) in `directory` on the test tasks, once per
-    seed of `seeds` (episode seed = evaluate.seed + seed), generating as `evaluate.policy` says.
-    Writes `data/<domain>/evaluations/<method>/trajectories-seed<k>.parquet` and the method's metrics
-    (`over_seeds`). Seeds run `evaluate.processes` at a time (0: all at once); each resumes on its own."""
+def checkpoint_evaluation_stage(stage: Stage, method: str, directory: str, split: str = "test") -> dict:
+    """Stages `evaluate_base@<domain>` (method `zero_shot`, the base model),
+    `evaluate_policy@<domain>-<name>` and, on the validation tasks, `validate@<domain>-<name>`: the
+    checkpoint(s) in `directory` on the `split` tasks, once per seed of `seeds` (episode seed =
+    evaluate.seed + seed), generating as `evaluate.policy` says. Writes
+    `data/<domain>/evaluations/<method>/` (test) or `data/<domain>/validation/<method>/` (val), one
+    `trajectories-seed<k>.parquet` per seed, and the method's metrics (`over_seeds`). Seeds run
+    `evaluate.processes` at a time (0: all at once); each resumes on its own."""
     params, domain = stage.params, stage.domain
     p = params.evaluate
     sections = {
         "evaluate.policy": p.policy, "evaluate.samples_per_task": p.samples_per_task, "evaluate.seed": p.seed,
         "evaluate.processes": p.processes, "seeds": params.seeds, **episode_sections(params, domain),
     }  # fmt: skip
-    tasks = paths.task_table(domain, "test")
+    tasks = paths.task_table(domain, split)
     checkpoints = {seed: checkpoint_for_seed(directory, seed) for seed in params.seeds}
     inputs = [tasks, *dict.fromkeys(checkpoints.values())]
-    task_rows = read_tasks(domain, "test")
+    task_rows = read_tasks(domain, split)
+    if split == "test":
+        out_dir, metrics = paths.evaluation(domain, method), paths.method_metrics(domain, method)
+    else:
+        out_dir, metrics = paths.validation(domain, method), paths.validation_metrics(domain, method)
     progress = {seed: checkpoint_path(f"{stage.name}-seed{seed}", sections, [tasks, c]) for seed, c in checkpoints.items()}
-    with stage_output(paths.evaluation(domain, method), stage.name, sections, inputs, p.seed,
-                      paths.method_metrics(domain, method)) as out:  # fmt: skip
+    with stage_output(out_dir, stage.name, sections, inputs, p.seed, metrics) as out:
         jobs = {
             seed: (params, domain, task_rows, p.policy.model_copy(update={"checkpoint": str(c)}), seed, progress[seed],
                    out.dir / f"trajectories-seed{seed}.parquet", f"{stage.name} seed {seed}")

@@ -71,6 +71,13 @@ class LlmTasksParams(Section):
     max_requests: int = Field(ge=1, description="Give up after this many requests in a split.")
 
 
+VAL_DESCRIPTION = (
+    "Validation tasks: drawn like training tasks (procedural, llm: n_train + n_val are made; colbench: the last n_val "
+    "rows of the train file), never demonstrated or rolled out. Every choice of hyperparameter, early stopping and "
+    "calibration is made on them (stage `validate`); the test split is read only by the final evaluations."
+)
+
+
 class TasksParams(Section):
     """Backend task generation or import (stage `tasks`)."""
 
@@ -81,6 +88,7 @@ class TasksParams(Section):
     seed: int = Field(description="Seed of the procedural generator.")
     n_train: int = Field(ge=0, le=10_000, description="Training tasks to generate (procedural or llm; procedural capacity 10,000).")
     n_test: int = Field(ge=1, le=1_000, description="Test tasks to generate (procedural or llm; procedural capacity 1,000).")
+    n_val: int = Field(ge=0, le=2_000, description=VAL_DESCRIPTION)
     families: list[str] | None = Field(description="Restrict generation to these families; null means all.")
     colbench_train: Path | None = Field(description="Official backend train JSONL, for source 'colbench'.")
     colbench_test: Path | None = Field(description="Official backend test JSONL, for source 'colbench'.")
@@ -440,6 +448,7 @@ class FrontendTasksParams(Section):
         description="Training tasks to generate (procedural capacity 10,000); needed when the frontend is in train_domains.",
     )  # fmt: skip
     n_test: int = Field(ge=1, le=500, description="Test tasks to generate (procedural capacity 500; ColBench's test set has 500).")
+    n_val: int = Field(ge=0, le=2_000, description=VAL_DESCRIPTION)
     colbench_train: Path | None = Field(description="Official frontend train JSONL, for source 'colbench'.")
     colbench_test: Path | None = Field(description="Official frontend test JSONL, for source 'colbench'.")
     colbench_test_rows: int = Field(ge=1, description="Use the first N rows of the test file (the official test set is 500).")
@@ -567,6 +576,8 @@ class Params(Section):
         for domain in self.train_domains:
             if self.domain(domain).tasks.n_train == 0 and self.domain(domain).tasks.source == "procedural":
                 raise ValueError(f"train_domains has {domain!r}, whose tasks.n_train is 0: nothing to train on")
+            if self.domain(domain).tasks.n_val == 0:
+                raise ValueError(f"train_domains has {domain!r}, whose tasks.n_val is 0: nothing to validate on")
         return self
 
     def domain(self, name: str) -> BackendParams | FrontendParams:

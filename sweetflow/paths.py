@@ -56,6 +56,15 @@ def evaluation(domain: str, method: str) -> str:
     return f"{evaluations(domain)}/{method}"
 
 
+def validation(domain: str, method: str) -> str:
+    """A trained method's episodes on the validation tasks (stage `validate`)."""
+    return f"data/{domain}/validation/{method}"
+
+
+def validation_metrics(domain: str, method: str) -> str:
+    return f"{stage_report(domain, 'validation', method)}/metrics.json"
+
+
 def base_model(domain: str) -> str:
     return f"models/{domain}/base"
 

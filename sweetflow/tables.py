@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from sweetflow import paths
+from sweetflow.errors import InputError
 
 TURN = pl.Struct(
     {
@@ -76,6 +77,15 @@ class TaskSet:
     splits: dict[str, pl.DataFrame]  # "train", "test": one row per task, every reference or target checked
     inputs: list[Path] = field(default_factory=list)  # files the tasks were read from (official JSONL, a corpus)
     metrics: dict = field(default_factory=dict)  # tasks and flagged references by kind, per split
+
+
+def split_off_validation(train: list[dict], n_val: int, where: str) -> tuple[list[dict], list[dict]]:
+    """(train, val): the last `n_val` of the training tasks are the validation split."""
+    if not n_val:
+        return train, []
+    if len(train) <= n_val:
+        raise InputError(f"{where}: {len(train)} training tasks, too few for tasks.n_val={n_val} and a training split")
+    return train[:-n_val], train[-n_val:]
 
 
 def flag_counts(flags: list[list[str]], kinds: tuple[str, ...]) -> dict:

@@ -8,7 +8,7 @@ from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.similarity import Similarity
 from sweetflow.frontend.tasks import CHECKED_FRONTEND_SCHEMA, generate_frontend_tasks, read_frontend_jsonl, to_frame
 from sweetflow.params import Params
-from sweetflow.tables import TaskSet, flag_counts
+from sweetflow.tables import TaskSet, flag_counts, split_off_validation
 
 
 def build_tasks(params: Params) -> TaskSet:
@@ -17,16 +17,17 @@ def build_tasks(params: Params) -> TaskSet:
     task's reference."""
     p = params.frontend
     if p.tasks.source == "procedural":
-        train, test = generate_frontend_tasks(p.tasks.n_train, p.tasks.n_test, p.tasks.seed, progress=True)
+        train, test = generate_frontend_tasks(p.tasks.n_train + p.tasks.n_val, p.tasks.n_test, p.tasks.seed, progress=True)
         inputs = []
     else:
         test = read_frontend_jsonl(p.tasks.colbench_test, limit=p.tasks.colbench_test_rows)
         train = read_frontend_jsonl(p.tasks.colbench_train) if p.tasks.colbench_train else []
         inputs = [path for path in (p.tasks.colbench_test, p.tasks.colbench_train) if path]
+    train, val = split_off_validation(train, p.tasks.n_val, str(p.tasks.colbench_train or "frontend.tasks"))
     similarity = Similarity(p.scoring.similarity)
     splits, metrics = {}, {"similarity_metric": p.scoring.similarity.metric}
     with RenderPool(p.scoring.render) as pool:
-        for split, tasks in (("train", train), ("test", test)):
+        for split, tasks in (("train", train), ("val", val), ("test", test)):
             checks = check_targets(tasks, pool, similarity, desc=f"targets ({split})")
             rows = [
                 {**t, "target_png": c.target_png, "reference_similarity": c.reference_similarity, "flags": c.flags}

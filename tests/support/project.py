@@ -21,12 +21,12 @@ SMALL_MODEL = {"vocab_size": 300, "hidden_size": 32, "heads": 2, "epochs": 1, "m
 SMALL_PARAMS = {
     "train_domains": ["backend", "frontend"],
     "backend": {
-        "tasks": {"n_train": 24, "n_test": 12, "seed": 3},
+        "tasks": {"n_train": 24, "n_test": 12, "n_val": 4, "seed": 3},
         "scoring": {"workers": 2},
         "model": SMALL_MODEL,
     },
     "frontend": {
-        "tasks": {"n_train": 4, "n_test": 3, "seed": 3},
+        "tasks": {"n_train": 4, "n_test": 3, "n_val": 2, "seed": 3},
         "scoring": {"render": {"tailwind_css": str(TAILWIND)}},
         # Pages are long: a larger vocabulary keeps a dialogue of three of them within the context.
         "model": {**SMALL_MODEL, "vocab_size": 2048, "max_length": 4096},

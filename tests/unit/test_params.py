@@ -117,7 +117,9 @@ def test_capacity_bounds_are_enforced(tmp_path, n):
 def test_a_trained_domain_needs_training_tasks(tmp_path):
     with pytest.raises(ParamsError, match="train_domains has 'frontend', whose tasks.n_train is 0"):
         load_params(write(tmp_path, {"train_domains": ["backend", "frontend"]}))
-    params = load_params(write(tmp_path, {"train_domains": ["frontend"], "frontend": {"tasks": {"n_train": 20}}}))
+    with pytest.raises(ParamsError, match="train_domains has 'frontend', whose tasks.n_val is 0"):
+        load_params(write(tmp_path, {"train_domains": ["frontend"], "frontend": {"tasks": {"n_train": 20}}}))
+    params = load_params(write(tmp_path, {"train_domains": ["frontend"], "frontend": {"tasks": {"n_train": 20, "n_val": 5}}}))
     assert params.train_domains == ["frontend"]
 
 

@@ -11,7 +11,7 @@ from sweetflow.backend.tasks import colbench, llm, procedural
 from sweetflow.backend.tasks.table import CHECKED_SCHEMA, to_frame
 from sweetflow.errors import StageFailed
 from sweetflow.params import Params, TasksParams
-from sweetflow.tables import TaskSet, flag_counts
+from sweetflow.tables import TaskSet, flag_counts, split_off_validation
 
 
 def build_tasks(params: Params) -> TaskSet:
@@ -22,8 +22,9 @@ def build_tasks(params: Params) -> TaskSet:
     with Sandbox(p.scoring) as sandbox:
         metrics: dict = {}
         train, test, inputs = load_tasks(p.tasks, sandbox, metrics)
+        train, val = split_off_validation(train, p.tasks.n_val, str(p.tasks.colbench_train or "backend.tasks"))
         splits = {}
-        for split, tasks in (("train", train), ("test", test)):
+        for split, tasks in (("train", train), ("val", val), ("test", test)):
             checks = check_references(tasks, sandbox, desc=f"references ({split})", rules=p.scoring_rules())
             rows = [
                 {**t, "split": split, "expected": c.expected, "reference_passes": c.reference_passes, "flags": c.flags}
@@ -36,9 +37,9 @@ def build_tasks(params: Params) -> TaskSet:
 
 
 def load_tasks(p: TasksParams, sandbox: Sandbox, metrics: dict) -> tuple[list[dict], list[dict], list[Path]]:
-    """(train, test, input files) from the source the params name."""
+    """(train, test, input files) from the source the params name; train still holds the validation tasks."""
     if p.source == "procedural":
-        train, test = procedural.generate_tasks(p.n_train, p.n_test, p.seed, p.families, progress=True)
+        train, test = procedural.generate_tasks(p.n_train + p.n_val, p.n_test, p.seed, p.families, progress=True)
         return train, test, []
     if p.source == "colbench":
         test = colbench.read_backend_jsonl(p.colbench_test, limit=p.colbench_test_rows)
@@ -46,7 +47,7 @@ def load_tasks(p: TasksParams, sandbox: Sandbox, metrics: dict) -> tuple[list[di
         return train, test, [path for path in (p.colbench_test, p.colbench_train) if path]
     seen: set[str] = set()
     splits = {}
-    for split, n in (("test", p.n_test), ("train", p.n_train)):
+    for split, n in (("test", p.n_test), ("train", p.n_train + p.n_val)):
         result = llm.generate_llm_tasks(n, p.llm, sandbox, seen, desc=f"writing {split} tasks")
         metrics[f"llm_{split}"] = {"requests": result.requests, "kept": len(result.tasks), **result.rejected}
         if len(result.tasks) < n:
