@@ -107,6 +107,30 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    from sweetflow import tuning
+    from sweetflow.domain import get_domain
+    from sweetflow.params import load_params
+
+    if args.action == "queue":
+        policies = load_params(args.params).policies
+        chosen = args.policies or list(policies)
+        unknown = sorted(set(chosen) - set(policies))
+        if unknown:
+            raise InputError(f"{args.params}: policies has no {unknown}; defined: {sorted(policies)}")
+        names = tuning.queue(args.domain, {name: policies[name].method for name in chosen})
+        console.print(f"queued {len(names)} experiments; run them with `dvc queue start -j 1`")
+        return 0
+    domain = get_domain(args.domain)
+    trials = tuning.collect(args.domain)
+    best = tuning.choose(trials, domain.headline, domain.goal_metric)
+    tuning.write_table(args.domain, trials, best, domain.headline, args.out)
+    console.print(tuning.render(args.domain, trials, best, domain.headline), highlight=False)
+    for policy, trial in sorted(best.items()):
+        console.print(f"policies.{policy}: " + ", ".join(f"{k}: {v:g}" for k, v in trial.config.items()), highlight=False)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sweetflow", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -143,6 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", type=Path, required=True, help="the task table they ran on (data/<domain>/tasks/*.parquet)")
     p.add_argument("--out", type=Path, required=True)
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("tune", help="equal-budget tuning on the validation tasks with DVC experiments (see sweetflow/tuning.py)")
+    p.add_argument("action", choices=["queue", "table"], help="queue: one experiment per configuration; table: collect and choose")
+    p.add_argument("--domain", choices=["backend", "frontend"], default="backend")
+    p.add_argument("--policies", nargs="*", help="queue: the policies to tune (default: every one in params.yaml)")
+    p.add_argument("--params", type=Path, default=Path("params.yaml"))
+    p.add_argument("--out", type=Path, default=Path("reports/tuning"), help="table: where <domain>.md and .json go")
+    p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("import-trajectories", help="read official trajectory JSONL (e.g. the offline data set)")
     p.add_argument("file", type=Path)

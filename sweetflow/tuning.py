@@ -1,0 +1,141 @@
+"""Equal-budget tuning on the validation split, with DVC's own experiments.
+
+Every tuned policy gets the same grid (learning rate × epochs; the preference methods also
+`nll_coef`). Each configuration is one DVC experiment whose only target is
+`validate@<domain>-<policy>`: it retrains that policy and evaluates it on the validation tasks,
+never on the test tasks. The choice per policy is the configuration with the best validation goal
+metric (backend: success rate), ties broken by the other headline metric, then by fewer epochs.
+
+    sweetflow tune queue --domain backend    # one `dvc exp run --queue` per configuration
+    dvc queue start -j 1                     # run them; `dvc queue status` to follow
+    sweetflow tune table --domain backend    # reports/tuning/<domain>.{md,json}: every run and the choice
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sweetflow import paths
+from sweetflow.errors import InputError
+
+LEARNING_RATES = (1e-4, 1e-3)
+EPOCHS = (1, 4)
+NLL_COEFS = (0.0, 0.01)  # the preference methods only: RFT has no preference term to mix with
+PREFIX = "tune"
+
+
+def configurations(method: str) -> list[dict]:
+    """The grid one policy is tuned over; the same for every policy of the same loss."""
+    grid = [{"learning_rate": lr, "epochs": e} for lr in LEARNING_RATES for e in EPOCHS]
+    if method == "rft":
+        return grid
+    return [{**g, "nll_coef": c} for g in grid for c in NLL_COEFS]
+
+
+def experiment_name(domain: str, policy: str, config: dict) -> str:
+    """A git-ref-safe name that says what the experiment tried."""
+    parts = [PREFIX, domain, policy, f"lr{config['learning_rate']:.0e}", f"ep{config['epochs']}"]
+    if "nll_coef" in config:
+        parts.append(f"nll{config['nll_coef']:g}")
+    return "-".join(parts).replace("+", "").replace(".", "p")
+
+
+def queue_command(domain: str, policy: str, config: dict) -> list[str]:
+    sets = [arg for key, value in config.items() for arg in ("-S", f"policies.{policy}.{key}={value}")]
+    return ["dvc", "exp", "run", "--queue", "-n", experiment_name(domain, policy, config), *sets,
+            f"validate@{domain}-{policy}"]  # fmt: skip
+
+
+def queue(domain: str, policies: dict[str, str], root: Path = Path(".")) -> list[str]:
+    """Queue every configuration of every policy (name → method); returns the experiment names."""
+    names = []
+    for policy, method in policies.items():
+        for config in configurations(method):
+            subprocess.run(queue_command(domain, policy, config), cwd=root, check=True)
+            names.append(experiment_name(domain, policy, config))
+    return names
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One configuration of one policy and what it scored on the validation tasks."""
+
+    policy: str
+    experiment: str
+    config: dict
+    metrics: dict  # the validate stage's metrics: means over seeds, their spread, each seed's own
+
+
+def choose(trials: list[Trial], headline: tuple[str, str], goal: str) -> dict[str, Trial]:
+    """The best trial per policy: highest `goal`, then the other headline metric, then fewer epochs."""
+    other = next(m for m in headline if m != goal)
+    best: dict[str, Trial] = {}
+    for t in trials:
+        key = (t.metrics[goal], t.metrics[other], -t.config["epochs"])
+        held = best.get(t.policy)
+        if held is None or key > (held.metrics[goal], held.metrics[other], -held.config["epochs"]):
+            best[t.policy] = t
+    return best
+
+
+def collect(domain: str, root: Path = Path(".")) -> list[Trial]:
+    """Every finished tuning experiment of `domain`, read from DVC's experiment refs."""
+    import dvc.api
+
+    trials = []
+    for row in dvc.api.exp_show(repo=str(root)):
+        name = row.get("Experiment") or ""
+        if not name.startswith(f"{PREFIX}-{domain}-") or row.get("State") not in (None, "Success"):
+            continue
+        policy = _policy_of(name, domain)
+        metrics = _git_json(root, row["rev"], paths.validation_metrics(domain, policy))
+        if metrics is None:
+            continue  # failed before validating
+        keys = ("learning_rate", "epochs", "nll_coef")
+        config = {k: row[f"policies.{policy}.{k}"] for k in keys if f"policies.{policy}.{k}" in row}
+        trials.append(Trial(policy, name, config, metrics))
+    if not trials:
+        raise InputError(f"no finished experiment named {PREFIX}-{domain}-…: run `sweetflow tune queue` and the queue first")
+    return trials
+
+
+def _policy_of(name: str, domain: str) -> str:
+    rest = name[len(f"{PREFIX}-{domain}-") :]
+    return rest[: rest.index("-lr")]
+
+
+def _git_json(root: Path, rev: str, path: str) -> dict | None:
+    shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True)
+    return json.loads(shown.stdout) if shown.returncode == 0 else None
+
+
+def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: tuple[str, str]) -> str:
+    """The markdown table of every configuration tried, the chosen ones marked."""
+    a, b = headline
+    out = [
+        f"# Tuning on the validation tasks ({domain})",
+        "",
+        "Every policy got the same grid: learning rate × epochs, and for the preference methods `nll_coef`. "
+        "Each row is one DVC experiment that retrained the policy and evaluated it on the validation tasks only "
+        f"(means over seeds, %). Chosen: the best {b}, then {a}, then fewer epochs.",
+        "",
+        f"| policy | learning rate | epochs | nll_coef | {a} (%) | {b} (%) | chosen |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for t in sorted(trials, key=lambda t: (t.policy, *(t.config.get(k, -1) for k in ("learning_rate", "epochs", "nll_coef")))):
+        c = t.config
+        nll = "—" if "nll_coef" not in c else f"{c['nll_coef']:g}"
+        mark = "**yes**" if best[t.policy].experiment == t.experiment else ""
+        out.append(f"| `{t.policy}` | {c['learning_rate']:g} | {c['epochs']} | {nll} "
+                   f"| {t.metrics[a] * 100:.1f} | {t.metrics[b] * 100:.1f} | {mark} |")  # fmt: skip
+    return "\n".join(out) + "\n"
+
+
+def write_table(domain: str, trials: list[Trial], best: dict[str, Trial], headline: tuple[str, str], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{domain}.md").write_text(render(domain, trials, best, headline))
+    data = {"trials": [asdict(t) for t in trials], "chosen": {p: asdict(t) for p, t in best.items()}}
+    (out / f"{domain}.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,62 @@
+"""Equal-budget tuning: the same grid for every policy, the choice on validation metrics only."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from sweetflow.tuning import Trial, choose, configurations, experiment_name, queue_command, render, write_table
+
+HEADLINE = ("tests_passed", "success_rate")
+
+
+def test_every_preference_method_gets_the_same_grid_and_rft_the_same_without_nll():
+    mtdpo, sweet, rft = configurations("mtdpo"), configurations("sweet"), configurations("rft")
+    assert mtdpo == sweet
+    assert [{k: v for k, v in c.items() if k != "nll_coef"} for c in mtdpo[::2]] == rft
+    assert len({json.dumps(c, sort_keys=True) for c in mtdpo}) == len(mtdpo)
+
+
+def test_names_are_distinct_git_ref_safe_and_name_the_policy():
+    names = [experiment_name("backend", p, c) for p in ("sweet", "sweet_no_info") for c in configurations("sweet")]
+    assert len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]+", n) for n in names)
+    assert names[0].startswith("tune-backend-sweet-lr")
+
+
+def test_an_experiment_targets_only_the_validation_stage():
+    cmd = queue_command("backend", "sweet", {"learning_rate": 0.001, "epochs": 4, "nll_coef": 0.01})
+    assert cmd[:4] == ["dvc", "exp", "run", "--queue"] and cmd[-1] == "validate@backend-sweet"
+    assert "policies.sweet.learning_rate=0.001" in cmd and "policies.sweet.nll_coef=0.01" in cmd
+    assert not any("evaluate" in part for part in cmd)
+
+
+def trial(policy: str, lr: float, epochs: int, success: float, tests: float) -> Trial:
+    return Trial(policy, f"{policy}-{lr}-{epochs}", {"learning_rate": lr, "epochs": epochs},
+                 {"success_rate": success, "tests_passed": tests})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "trials, expected",
+    [
+        ([trial("rft", 1e-4, 1, 0.2, 0.5), trial("rft", 1e-3, 4, 0.3, 0.4)], "rft-0.001-4"),  # success first
+        ([trial("rft", 1e-4, 1, 0.3, 0.5), trial("rft", 1e-3, 4, 0.3, 0.6)], "rft-0.001-4"),  # then tests passed
+        ([trial("rft", 1e-4, 4, 0.3, 0.5), trial("rft", 1e-3, 1, 0.3, 0.5)], "rft-0.001-1"),  # then fewer epochs
+    ],
+)
+def test_the_choice_follows_the_goal_metric_then_the_other_then_the_cost(trials, expected):
+    assert choose(trials, HEADLINE, "success_rate")["rft"].experiment == expected
+
+
+def test_the_table_lists_every_trial_and_marks_one_per_policy(tmp_path):
+    trials = [trial("rft", 1e-4, 1, 0.2, 0.5), trial("rft", 1e-3, 4, 0.3, 0.4), trial("sweet", 1e-4, 1, 0.25, 0.5)]
+    best = choose(trials, HEADLINE, "success_rate")
+    table = render("backend", trials, best, HEADLINE)
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert len(rows) == 3 and sum("**yes**" in r for r in rows) == 2
+    assert "| `rft` | 0.001 | 4 | — | 40.0 | 30.0 | **yes** |" in rows
+    write_table("backend", trials, best, HEADLINE, tmp_path)
+    data = json.loads((tmp_path / "backend.json").read_text())
+    assert len(data["trials"]) == 3 and data["chosen"]["sweet"]["config"] == {"learning_rate": 1e-4, "epochs": 1}
