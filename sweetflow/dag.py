@@ -89,15 +89,19 @@ def snakemake_inputs(spec: StageSpec, produced: set[str]) -> list[str]:
     A directory another stage produces stays whole, to match that stage's output. A directory that
     holds other stages' outputs (the report reads `reports/<domain>`, where every evaluation writes
     its metrics) becomes those outputs: DVC links a dependency to every output inside it, Snakemake
-    only to outputs named exactly. A source directory's mtime doesn't change when a file inside it
-    is edited, so it is expanded to its files.
+    only to outputs named exactly. A file inside another stage's output directory (the tasks'
+    `train.parquet`) becomes that directory, for the same reason. A source directory's mtime
+    doesn't change when a file inside it is edited, so it is expanded to its files.
     """
     inputs = []
     for dep in spec.deps:
         path = Path(dep)
         inside = sorted(out for out in produced if Path(out).is_relative_to(path) and out != dep)
+        holder = next((out for out in produced if path.is_relative_to(out) and out != dep), None)
         if dep in produced:
             inputs.append(dep)
+        elif holder is not None:
+            inputs.append(holder)
         elif inside:
             inputs.extend(inside)
         elif path.is_dir():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sweetflow.dag import code_closure, load_stages, uncovered_code
+from sweetflow.dag import code_closure, load_stages, snakemake_inputs, uncovered_code
 from tests.support.project import ROOT
 
 STAGES = load_stages(ROOT)
@@ -89,3 +89,12 @@ def test_a_stage_that_reads_test_data_is_caught():
     tainted = dataclasses.replace(critic, deps=(*critic.deps, "data/backend/evaluations/zero_shot"))
     others = [tainted if s.name == critic.name else s for s in STAGES]
     assert "critic@backend-with_info: data/backend/evaluations/zero_shot" in _test_data_upstream(policy, others)
+
+
+def test_snakemake_sees_a_file_inside_another_stages_output_as_that_output():
+    """DVC links `data/backend/tasks/train.parquet` to the stage that writes `data/backend/tasks`;
+    Snakemake links only outputs named exactly."""
+    produced = {out for s in STAGES for out in s.outs}
+    demos = next(s for s in STAGES if s.name == "demos@backend")
+    inputs = snakemake_inputs(demos, produced)
+    assert "data/backend/tasks" in inputs and "data/backend/tasks/train.parquet" not in inputs
