@@ -13,7 +13,7 @@ configuration trains one epoch from the same initial weights:
 for each precision (fp32, bf16 autocast) and torch thread count (1, 2). Tokens are all tokens the
 model reads (prompt and answer; padding excluded). Prints a table and writes
 bench/results/sft_throughput.json. Usage:
-    python bench/sft_throughput.py [--examples 160] [--threads 1 2] [--precisions no bf16]
+    python bench/sft_throughput.py [--examples 160] [--threads 1 2] [--precisions fp32 bf16]
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--examples", type=int, default=160, help="demonstrations trained on (default: 160)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts to compare")
-    parser.add_argument("--precisions", nargs="+", default=["no", "bf16"], help="accelerate mixed-precision modes")
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], help="training.precision values")
     args = parser.parse_args(argv)
     console = Console()
     if not (TASKS.exists() and DEMOS.exists()):

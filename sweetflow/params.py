@@ -206,7 +206,8 @@ class TrainingParams(Section):
         ge=0, description="Torch CPU threads for training; 0: torch's default. A fixed count keeps runs reproducible; "
         "use 1 per stage when stages share the cores (e.g. Snakemake with --cores 2).",
     )  # fmt: skip
-    precision: Literal["no", "bf16", "fp16"] = Field(description="Mixed precision, as accelerate names it.")
+    # Not accelerate's "no": YAML 1.1 readers take a bare `no` for false, and `dvc exp run -S` writes it bare.
+    precision: Literal["fp32", "bf16", "fp16"] = Field(description="Mixed precision: fp32 (none), bf16 or fp16.")
     group_by_length: bool = Field(
         description="Batch examples of similar length together (less padding); the order stays random."
     )
@@ -485,7 +486,7 @@ class FrontendScoringParams(Section):
 class BackendScoringParams(SandboxParams):
     """How backend answers are scored: ColBench's test rule, run in the sandbox with these limits."""
 
-    answer_filter: Literal["auto", "on", "off"] = Field(
+    answer_filter: Literal["auto", "always", "never"] = Field(
         description="ColBench's evaluator scores 0, without running it, an answer whose code contains 'import os', "
         "'from os', 'import sys', 'from sys', 'sudo', 'transformers', 'exit(', 'quit(' or 'argparse'. The sandbox "
         "does not need it; 'auto' turns it on for tasks.source 'colbench', so that scores compare with published ones."
@@ -512,7 +513,7 @@ class BackendParams(Section):
         official = self.tasks.source == "colbench"
         s = self.scoring
         return ScoringRules(
-            answer_filter=s.answer_filter == "on" or (s.answer_filter == "auto" and official),
+            answer_filter=s.answer_filter == "always" or (s.answer_filter == "auto" and official),
             function_namespace=s.namespace == "function" or (s.namespace == "auto" and official),
         )
 

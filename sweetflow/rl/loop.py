@@ -107,7 +107,7 @@ def fit(
     The returned model is unwrapped, with LoRA adapters merged into its weights, so that it saves as
     a plain checkpoint any server loads; the state dict is for `save_pretrained(..., state_dict=...)`.
     """
-    accelerator = Accelerator(mixed_precision=engine.precision, log_with="dvclive")
+    accelerator = Accelerator(mixed_precision={"fp32": "no"}.get(engine.precision, engine.precision), log_with="dvclive")
     set_seed(p.seed)  # python, numpy and torch: initialisation of adapters, dropout
     # The same run gives the same weights: on CPU, the backward of indexing with repeated indices
     # (a shared prefix's cache read by several rows) otherwise adds in a thread-dependent order.

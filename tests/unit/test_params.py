@@ -178,8 +178,8 @@ def test_a_huge_offending_value_is_shown_short(tmp_path):
     [
         ("procedural", "auto", "auto", ScoringRules(False, False)),
         ("colbench", "auto", "auto", ScoringRules(True, True)),
-        ("colbench", "off", "module", ScoringRules(False, False)),
-        ("procedural", "on", "function", ScoringRules(True, True)),
+        ("colbench", "never", "module", ScoringRules(False, False)),
+        ("procedural", "always", "function", ScoringRules(True, True)),
         ("procedural", "auto", "function", ScoringRules(False, True)),
     ],
 )
@@ -187,3 +187,37 @@ def test_auto_scoring_rules_follow_colbench_only_for_its_tasks(source, answer_fi
     changes = {"tasks": {"source": source, "colbench_train": "x.jsonl", "colbench_test": "y.jsonl"},
                "scoring": {"answer_filter": answer_filter, "namespace": namespace}}  # fmt: skip
     assert params_with({"backend": changes}).backend.scoring_rules() == expected
+
+
+def _literal_choices(model: type[BaseModel]) -> set:
+    choices = set()
+    for field in model.model_fields.values():
+        stack = [field.annotation]
+        while stack:
+            t = stack.pop()
+            if typing.get_origin(t) is typing.Literal:
+                choices |= set(typing.get_args(t))
+            stack += list(typing.get_args(t))
+            if isinstance(t, type) and issubclass(t, BaseModel):
+                choices |= _literal_choices(t)
+    return choices
+
+
+def test_no_choice_reads_as_a_boolean_or_null_in_yaml_1_1():
+    """DVC writes params.yaml back with YAML 1.2 (`dvc exp run -S`), unquoting strings such as 'no'."""
+    choices = _literal_choices(Params)
+    assert "fp32" in choices and "auto" in choices
+    assert [c for c in choices if yaml.safe_load(str(c)) != c] == []
+
+
+def test_params_survive_dvcs_round_trip_of_params_yaml(tmp_path):
+    from ruamel.yaml import YAML
+
+    loader = YAML()  # what DVC uses to apply `-S key=value`
+    data = loader.load((ROOT / "params.yaml").read_text())
+    data["policies"]["sweet"]["epochs"] = 3
+    with (tmp_path / "params.yaml").open("w") as fh:
+        loader.dump(data, fh)
+    changed = load_params(tmp_path / "params.yaml")
+    assert changed.policies["sweet"].epochs == 3
+    assert changed.model_dump(exclude={"policies"}) == load_params(ROOT / "params.yaml").model_dump(exclude={"policies"})
