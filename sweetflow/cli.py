@@ -122,7 +122,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         console.print(f"queued {len(names)} experiments; run them with `dvc queue start -j 1`")
         return 0
     domain = get_domain(args.domain)
-    trials = tuning.collect(args.domain)
+    policies = load_params(args.params).policies
+    trials = tuning.collect(args.domain, {name: p.method for name, p in policies.items()})
     best = tuning.choose(trials, domain.headline, domain.goal_metric)
     tuning.write_table(args.domain, trials, best, domain.headline, args.out)
     console.print(tuning.render(args.domain, trials, best, domain.headline), highlight=False)

@@ -81,8 +81,9 @@ def choose(trials: list[Trial], headline: tuple[str, str], goal: str) -> dict[st
     return best
 
 
-def collect(domain: str, root: Path = Path(".")) -> list[Trial]:
-    """Every finished tuning experiment of `domain`, read from DVC's experiment refs."""
+def collect(domain: str, method_of: dict[str, str], root: Path = Path(".")) -> list[Trial]:
+    """Every finished tuning experiment of `domain`, read from DVC's experiment refs; `method_of`
+    maps each policy to its method."""
     import dvc.api
 
     trials = []
@@ -96,6 +97,9 @@ def collect(domain: str, root: Path = Path(".")) -> list[Trial]:
             continue  # failed before validating
         keys = ("learning_rate", "epochs", "nll_coef")
         config = {k: row[f"policies.{policy}.{k}"] for k in keys if f"policies.{policy}.{k}" in row}
+        config["epochs"] = int(config["epochs"])  # DVC reports every number as it parsed it, 4 as 4.0
+        if method_of.get(policy) == "rft":
+            config.pop("nll_coef", None)  # RFT has no preference term: its nll_coef is not tuned
         trials.append(Trial(policy, name, config, metrics))
     if not trials:
         raise InputError(f"no finished experiment named {PREFIX}-{domain}-…: run `sweetflow tune queue` and the queue first")

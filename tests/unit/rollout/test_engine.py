@@ -49,10 +49,13 @@ class Chatter:
 
 
 class Flaky:
-    """Fails every episode whose task index is even, as an endpoint that keeps erroring would."""
+    """Fails every episode of the tasks it is given, as an endpoint that keeps erroring on them would."""
+
+    def __init__(self, failing: set[str]):
+        self.failing = failing
 
     def act(self, views):
-        return [RuntimeError("HTTP 503") if int(v.task_id[-1], 16) % 2 == 0 else
+        return [RuntimeError("HTTP 503") if v.task_id in self.failing else
                 AgentTurn("p", "I WANT TO ANSWER: x", "I WANT TO ANSWER: x") for v in views]
 
 
@@ -96,15 +99,16 @@ def test_an_episode_whose_dialogue_fills_the_context_ends_with_its_last_message(
 
 
 def test_failed_episodes_are_recorded_and_the_stage_fails_past_the_share(tasks, tmp_path):
+    flaky = Flaky({t["task_id"] for t in tasks[::2]})  # half the tasks
     params = params_with({"backend": {"scoring": {"workers": 1}}, "episodes": {"max_failure_share": 0.1}})
     with pytest.raises(TooManyFailures, match="episodes failed"):
-        collect(tasks, Flaky(), params, "backend", 1, 0, tmp_path / "c.jsonl", "test")
+        collect(tasks, flaky, params, "backend", 1, 0, tmp_path / "c.jsonl", "test")
     kept = Checkpoint(tmp_path / "c.jsonl").load()
     assert kept and all(r["failure"] is None for r in kept.values())  # failures are retried on resume
     lenient = params_with({"backend": {"scoring": {"workers": 1}}, "episodes": {"max_failure_share": 1.0}})
-    frame = collect(tasks, Flaky(), lenient, "backend", 1, 0, tmp_path / "c.jsonl", "test")
+    frame = collect(tasks, flaky, lenient, "backend", 1, 0, tmp_path / "c.jsonl", "test")
     failed = frame.filter(pl.col("failure").is_not_null())
-    assert failed.height > 0 and failed["failure"].str.contains("HTTP 503").all()
+    assert failed.height == 6 and failed["failure"].str.contains("HTTP 503").all()
 
 
 def test_a_simulator_fault_fails_only_its_episode(tasks, sandbox, tmp_path):
