@@ -74,6 +74,13 @@ class Domain(ABC):
     def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
         """The headline metrics of a set of trajectories (TRAJECTORY_SCHEMA) on `tasks`."""
 
+    def label_candidates(
+        self, params: Params, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]
+    ) -> pl.DataFrame | None:
+        """Each candidate action's kind and whether it is good at its state (state_id, candidate,
+        kind, good), for the critic's mechanism metrics; None where the domain has no such labels."""
+        return None
+
 
 def get_domain(name: str) -> Domain:
     """The domain named `name`, from `sweetflow.<name>.domain`. Imported by name when a stage asks

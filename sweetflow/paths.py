@@ -44,6 +44,10 @@ def step_pairs(domain: str, critic: str) -> str:
     return f"data/{domain}/step_pairs/{critic}"
 
 
+def critic_quality(domain: str, critic: str) -> str:
+    return f"data/{domain}/critic_quality/{critic}"
+
+
 def critic_check(domain: str, critic: str) -> str:
     return f"data/{domain}/critic_check/{critic}"
 

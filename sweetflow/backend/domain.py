@@ -10,9 +10,10 @@ from contextlib import contextmanager
 import polars as pl
 
 from sweetflow.backend.agents import NoAsk, ScriptedExpert
+from sweetflow.backend.diagnosis import failure_breakdown, label_candidates
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import score_answers
-from sweetflow.backend.simulators import make_human
+from sweetflow.backend.simulators import ScriptedHuman, make_human
 from sweetflow.dialogue import Agent
 from sweetflow.domain import Domain, DomainRuntime, Score
 from sweetflow.params import NoAskAgentParams, Params, ScoringRules, ScriptedAgentParams
@@ -35,11 +36,28 @@ class Backend(Domain):
         return ScriptedExpert(p.skill) if p.backend == "scripted" else NoAsk()
 
     def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
+        """The headline pair, and how the failures split: answered with facts missing, miscopied, or
+        other (`sweetflow.backend.diagnosis`)."""
         n = frame.height
+        by_id = {t["task_id"]: t for t in tasks}
+        rows = frame.select("task_id", "dialogue", "success").rows()
         return {
             "tests_passed": float(frame["reward"].mean()) if n else 0.0,
             "success_rate": float(frame["success"].mean()) if n else 0.0,
+            **failure_breakdown(by_id, rows),
         }
+
+
+    def label_candidates(
+        self, params: Params, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]
+    ) -> pl.DataFrame:
+        """Questions are judged by the scripted human's matcher (whatever simulator the run used),
+        answers by the sandbox (`sweetflow.backend.diagnosis`)."""
+        p = params.backend
+        human = ScriptedHuman(p.simulator.max_facts, p.simulator.max_reply_chars, p.simulator.match_threshold)
+        with Sandbox(p.scoring) as sandbox:
+            runtime = sandbox_runtime(human, sandbox, rules=p.scoring_rules())
+            return label_candidates(candidates, trajectories, tasks, human, runtime.score)
 
 
 def view_fields(task: dict) -> dict:

@@ -99,19 +99,51 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
     out += [f"### Goal check ({r.domain})", "", *goal_sentences(r.check, spec), ""]
     if r.intervals:
         out += interval_table(r)
+    if r.behaviour:
+        out += behaviour_table(r)
     if r.critics:
         out += [
             f"### Critics ({r.domain})",
             "",
-            "| critic | trajectory pairs | held-out pair accuracy (%) | ranking agreement (%) |",
-            "|---|---|---|---|",
+            "Held-out: trajectory pairs kept out of training. Good vs bad: over every (good, bad) pair of "
+            "candidate actions at a state, the share the critic ranks the good one higher. Informative / "
+            "inverted: step pairs whose chosen action is good and rejected one bad / the other way round. "
+            "Agreement: the critic's best and worst candidate played out to the end (decided states).",
+            "",
+            "| critic | trajectory pairs | held-out pair accuracy (%) | good vs bad (%) | informative pairs (%) "
+            "| inverted pairs (%) | ranking agreement (%) |",
+            "|---|---|---|---|---|---|---|",
         ]
         for c in r.critics:
             pairs = "—" if c["pairs"] is None else f"{c['pairs']:.0f}"
-            acc, agree = (("—" if c[k] is None else _pct(c[k])) for k in ("heldout_accuracy", "ranking_agreement"))
-            out.append(f"| `{c['critic']}` | {pairs} | {acc} | {agree} |")
+            acc, good, info, inv = (("—" if c[k] is None else _pct(c[k])) for k in
+                                    ("heldout_accuracy", "good_vs_bad_accuracy", "informative_pair_share",
+                                     "inverted_pair_share"))  # fmt: skip
+            agree = "—" if c["ranking_agreement"] is None else _pct(c["ranking_agreement"])
+            if c["states_decided"] is not None and c["ranking_agreement"] is not None:
+                agree += f" ({c['states_decided']:.0f})"
+            out.append(f"| `{c['critic']}` | {pairs} | {acc} | {good} | {info} | {inv} | {agree} |")
         out.append("")
     return out
+
+
+def behaviour_table(r: DomainResults) -> list[str]:
+    """Movement from the base policy and the failure breakdown of each method evaluated per seed."""
+    out = [
+        f"### How the policies behave ({r.domain})",
+        "",
+        "Moved: the share of test dialogues that differ from the zero-shot dialogue drawn with the same "
+        "random numbers (0 for an untrained copy of the base). Failures, as shares of all test episodes: "
+        "answered with a hidden fact never told, every fact told but the answer still wrong, other.",
+        "",
+        "| method | moved from base (%) | facts missing (%) | miscopied (%) | other failures (%) |",
+        "|---|---|---|---|---|",
+    ]
+    for b in r.behaviour:
+        cells = ("—" if b[k] is None else _pct(b[k])
+                 for k in ("moved_from_base", "failed_facts_missing", "failed_miscopied", "failed_other"))  # fmt: skip
+        out.append(f"| {label(b['method'])} | " + " | ".join(cells) + " |")
+    return [*out, ""]
 
 
 def interval_table(r: DomainResults) -> list[str]:
@@ -147,6 +179,7 @@ def results_data(results: list[DomainResults], seeds: list[int]) -> dict:
                 "goal_check": r.check,
                 "critics": r.critics,
                 "paired_differences": [asdict(i) for i in r.intervals],
+                "behaviour": r.behaviour,
                 "paper_gpt4o": r.spec.gpt4o,
             }
             for r in results

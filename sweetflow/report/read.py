@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweetflow.errors import InputError
+from sweetflow.report.behaviour import behaviour_rows
 from sweetflow.report.intervals import Interval, method_intervals
 
 # Rows of Table 2 in the paper's order; trained methods not listed here go after these.
@@ -154,16 +155,24 @@ def table_rows(methods: dict[str, Row], spec: DomainSpec, trained: bool = True) 
     return [methods.get(m) or Row(m, label(m), False, paper=spec.paper.get(m)) for m in order]
 
 
+CRITIC_FIELDS = {  # stage report directory -> (row field, metrics key)
+    "critics": (("pairs", "train_pairs"), ("heldout_accuracy", "heldout_accuracy")),
+    "critic_check": (("ranking_agreement", "ranking_agreement"), ("states_decided", "states_decided")),
+    "critic_quality": (("good_vs_bad_accuracy", "good_vs_bad_accuracy"),
+                       ("informative_pair_share", "informative_pair_share"),
+                       ("inverted_pair_share", "inverted_pair_share")),
+}
+
+
 def read_critics(stage_reports: Path) -> list[dict]:
-    """Per critic, the optional numbers of `<stage_reports>/critics/<name>/metrics.json` (training
-    pairs, held-out pair accuracy) and `<stage_reports>/critic_check/<name>/metrics.json` (ranking
-    agreement); None where absent."""
-    names = sorted({d.name for sub in ("critics", "critic_check") for d in _subdirs(stage_reports / sub)})
+    """Per critic, the optional numbers of its stages' metrics under `<stage_reports>/<stage>/<name>/`
+    (CRITIC_FIELDS): training pairs and held-out pair accuracy, ranking agreement with played-out
+    outcomes, good-vs-bad accuracy and the make-up of its step pairs; None where absent."""
+    names = sorted({d.name for sub in CRITIC_FIELDS for d in _subdirs(stage_reports / sub)})
     rows = []
     for name in names:
-        row = {"critic": name, "pairs": None, "heldout_accuracy": None, "ranking_agreement": None}
-        for sub, fields in (("critics", (("pairs", "train_pairs"), ("heldout_accuracy", "heldout_accuracy"))),
-                            ("critic_check", (("ranking_agreement", "ranking_agreement"),))):  # fmt: skip
+        row = {"critic": name} | {field: None for fields in CRITIC_FIELDS.values() for field, _ in fields}
+        for sub, fields in CRITIC_FIELDS.items():
             path = stage_reports / sub / name / "metrics.json"
             if path.is_file():
                 data = read_json(path)
@@ -258,6 +267,7 @@ class DomainResults:
     reference: Row | None
     critics: list[dict]
     intervals: list[Interval]
+    behaviour: list[dict]  # per trained method: movement from the base policy, failure shares
 
     @property
     def spec(self) -> DomainSpec:
@@ -272,4 +282,6 @@ def read_domain(reports: Path, evaluations: Path, domain: str, trained: bool) ->
     rows = table_rows(methods, spec, trained)
     critics = read_critics(reports / domain / "stages")
     intervals = method_intervals(evaluations, spec.episode_column)
-    return DomainResults(domain, rows, goal_check(rows, spec), methods.get(REFERENCE), critics, intervals)
+    metrics = {m: read_json(reports / domain / m / "metrics.json") for m in methods}
+    behaviour = behaviour_rows(evaluations, {m: metrics[m] for m in [*TRAINED, *sorted(metrics)] if m in metrics})
+    return DomainResults(domain, rows, goal_check(rows, spec), methods.get(REFERENCE), critics, intervals, behaviour)

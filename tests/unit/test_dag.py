@@ -34,7 +34,7 @@ def test_the_sandbox_worker_is_code_of_every_stage_that_runs_answers():
                     code_closure(s.module, ["backend"])]  # fmt: skip
     names = {s.name.split("@")[0] for s in runs_answers}
     assert {"tasks", "score_references", "evaluate", "demos", "rollout", "evaluate_base", "critic_check",
-            "evaluate_policy"} <= names  # fmt: skip
+            "critic_quality", "evaluate_policy"} <= names  # fmt: skip
     assert not names & {"critic", "policy", "rank", "candidates", "trajectory_pairs", "step_pairs", "base_model"}
 
 

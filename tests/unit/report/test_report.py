@@ -241,18 +241,20 @@ def test_malformed_metrics_raise_input_error_naming_file_and_field(project, cont
     assert str(path) in str(err.value) and field in str(err.value)
 
 
-def test_critic_table_joins_training_and_ranking_check(project):
+def test_critic_table_joins_training_quality_and_ranking_check(project):
     def write(sub: str, name: str, data: dict) -> None:
         path = project / "reports" / "backend" / "stages" / sub / name / "metrics.json"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(data))
 
     write("critics", "with_info", {"train_pairs": 120, "heldout_accuracy": 0.75})
-    write("critic_check", "with_info", {"ranking_agreement": 0.6, "states": 40})
+    write("critic_check", "with_info", {"ranking_agreement": 0.6, "states": 40, "states_decided": 25})
+    write("critic_quality", "with_info", {"good_vs_bad_accuracy": 0.8125, "informative_pair_share": 0.25,
+                                          "inverted_pair_share": 0.0625})
     write("critics", "no_info", {"train_pairs": 120, "heldout_accuracy": None})
     markdown = run_stage_in(project)
-    assert "| `with_info` | 120 | 75.0 | 60.0 |" in markdown
-    assert "| `no_info` | 120 | — | — |" in markdown
+    assert "| `with_info` | 120 | 75.0 | 81.2 | 25.0 | 6.2 | 60.0 (25) |" in markdown
+    assert "| `no_info` | 120 | — | — | — | — | — |" in markdown
 
 
 STAGES = "reports/backend/stages"
