@@ -1,8 +1,8 @@
 """Stage `candidates@<domain>`: fresh actions of the base policy at sampled turn states (docs/algorithm.md, step 4).
 
 `python -m stages.candidates DOMAIN` reads params `candidates`, the domain's training tasks, its
-offline rollouts and the sampling policy's checkpoint (without one: the domain's base model). A uniform `share` of all (trajectory, agent
-turn) states is drawn; at each, the policy samples `n` next actions from the dialogue so far, each
+offline rollouts and the sampling policy's checkpoint (without one: the domain's base model). A `share`
+of the (trajectory, agent turn) states is drawn (`states`: uniformly, or the first trajectories' turns); at each, the policy samples `n` next actions from the dialogue so far, each
 with its own seed, and reports their log-probs (the official ranking variant subtracts them).
 
 Writes `data/DOMAIN/candidates/` (`states.parquet`, `candidates.parquet`: one row per state and
@@ -36,7 +36,7 @@ def main() -> None:
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     trajectories = pl.read_parquet(rollout)
-    states = sample_turn_states(trajectories, p.share, p.seed)
+    states = sample_turn_states(trajectories, p.share, p.seed, p.states)
     inputs = [tasks_file, rollout] + ([policy.checkpoint] if policy.checkpoint else [])
     with stage_output(paths.candidates(domain), stage.name, {"candidates": p}, inputs, p.seed,
                       paths.stage_metrics(domain, "candidates")) as out:  # fmt: skip

@@ -281,6 +281,10 @@ class CandidatesParams(Section):
     """Fresh actions from the base policy on sampled turn states (stage `candidates`, SWEET-RL step 4)."""
 
     share: float = Field(gt=0, le=1, description="Share of the offline turn states that get candidates (paper: 10%).")
+    states: Literal["uniform", "first_trajectories"] = Field(
+        description="'uniform': a uniform sample of `share` of all turn states (the paper's wording); "
+        "'first_trajectories': every turn of the first `share` of the trajectories (the official script)."
+    )
     n: int = Field(ge=2, description="Candidate actions per state (paper: 16).")
     seed: int = Field(description="Seed of the state sample and of the candidates' sampling.")
     policy: ModelAgentParams = Field(

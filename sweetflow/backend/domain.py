@@ -36,16 +36,17 @@ class Backend(Domain):
         return ScriptedExpert(p.skill) if p.backend == "scripted" else NoAsk()
 
     def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
-        """The headline pair, and how the failures split: answered with facts missing, miscopied, or
-        other (`sweetflow.backend.diagnosis`)."""
+        """The headline pair, and for dialogues how the failures split: answered with facts missing,
+        miscopied, or other (`sweetflow.backend.diagnosis`)."""
         n = frame.height
-        by_id = {t["task_id"]: t for t in tasks}
-        rows = frame.select("task_id", "dialogue", "success").rows()
-        return {
+        headline = {
             "tests_passed": float(frame["reward"].mean()) if n else 0.0,
             "success_rate": float(frame["success"].mean()) if n else 0.0,
-            **failure_breakdown(by_id, rows),
         }
+        if "dialogue" not in frame.columns:  # references scored as answers: no dialogue to diagnose
+            return headline
+        by_id = {t["task_id"]: t for t in tasks}
+        return {**headline, **failure_breakdown(by_id, frame.select("task_id", "dialogue", "success").rows())}
 
 
     def label_candidates(

@@ -112,17 +112,27 @@ def turn_states(trajectories: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def sample_turn_states(trajectories: pl.DataFrame, share: float, seed: int) -> pl.DataFrame:
-    """A uniform sample, without replacement, of `share` of all (trajectory, agent turn) states
-    (paper: 10%; more over-fits the policy to the offline data). Exactly round(share · N) states, at
-    least one when there are any; the same frame and seed give the same states. Sorted like
-    `turn_states`. (The official script takes, instead, every turn of the first 10% of the
-    trajectory file.)"""
+def sample_turn_states(
+    trajectories: pl.DataFrame, share: float, seed: int, rule: Literal["uniform", "first_trajectories"] = "uniform"
+) -> pl.DataFrame:
+    """The turn states that get candidates, sorted like `turn_states`; the same frame, seed and rule
+    give the same states.
+
+    uniform: a uniform sample, without replacement, of `share` of all (trajectory, agent turn) states
+    (paper: 10%; more over-fits the policy to the offline data): exactly round(share · N) states, at
+    least one when there are any. first_trajectories (the official script): every turn of the first
+    round(share · T) trajectories in the file's order (at least one), whatever their lengths."""
     if not 0 < share <= 1:
         raise ValueError(f"share must be in (0, 1]; got {share}")
     states = turn_states(trajectories)
     if states.is_empty():
         return states
+    if rule == "first_trajectories":
+        usable = _usable(trajectories, ["task_id", "sample"])
+        first = usable.head(max(1, round(share * usable.height)))
+        return states.join(first, on=["task_id", "sample"], how="semi")
+    if rule != "uniform":
+        raise ValueError(f"unknown state rule {rule!r}: expected 'uniform' or 'first_trajectories'")
     count = max(1, round(share * states.height))
     picked = np.sort(np.random.default_rng(seed).choice(states.height, size=count, replace=False))
     return states[picked]

@@ -111,6 +111,16 @@ def test_sample_turn_states_takes_the_share_deterministically_by_seed():
     assert sample_turn_states(frame(traj("a", 0, 0.0, n_turns=3)), 0.01, seed=0).height == 1  # at least one
 
 
+def test_the_official_rule_takes_every_turn_of_the_first_trajectories():
+    taken = sample_turn_states(MANY, 0.1, seed=7, rule="first_trajectories")
+    first = MANY.head(6).select("task_id", "sample").rows()  # 10% of 60 trajectories, in file order
+    assert sorted(set(taken.select("task_id", "sample").rows())) == sorted(first)
+    assert taken.equals(turn_states(MANY.head(6)))
+    assert taken.equals(sample_turn_states(MANY, 0.1, seed=8, rule="first_trajectories"))  # no draw
+    with pytest.raises(ValueError, match="rule"):
+        sample_turn_states(MANY, 0.1, seed=0, rule="last")
+
+
 def test_sample_turn_states_rejects_a_share_outside_0_1():
     for share in (0.0, 1.5):
         with pytest.raises(ValueError, match="share"):
