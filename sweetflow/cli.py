@@ -123,7 +123,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return 0
     domain = get_domain(args.domain)
     policies = load_params(args.params).policies
-    trials = tuning.collect(args.domain, {name: p.method for name, p in policies.items()})
+    trials = tuning.collect(args.domain, {name: p.method for name, p in policies.items()}, commits=args.commits)
     best = tuning.choose(trials, domain.headline, domain.goal_metric)
     tuning.write_table(args.domain, trials, best, domain.headline, args.out)
     console.print(tuning.render(args.domain, trials, best, domain.headline), highlight=False)
@@ -175,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policies", nargs="*", help="queue: the policies to tune (default: every one in params.yaml)")
     p.add_argument("--params", type=Path, default=Path("params.yaml"))
     p.add_argument("--out", type=Path, default=Path("reports/tuning"), help="table: where <domain>.md and .json go")
+    p.add_argument("--commits", type=int, default=1,
+                   help="table: read the experiments of the last N commits of HEAD (1: HEAD's own, as `dvc exp show`)")
     p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("import-trajectories", help="read official trajectory JSONL (e.g. the offline data set)")

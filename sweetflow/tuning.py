@@ -81,13 +81,14 @@ def choose(trials: list[Trial], headline: tuple[str, str], goal: str) -> dict[st
     return best
 
 
-def collect(domain: str, method_of: dict[str, str], root: Path = Path(".")) -> list[Trial]:
-    """Every finished tuning experiment of `domain`, read from DVC's experiment refs; `method_of`
+def collect(domain: str, method_of: dict[str, str], root: Path = Path("."), commits: int = 1) -> list[Trial]:
+    """Every finished tuning experiment of `domain`, read from DVC's experiment refs, on the last
+    `commits` commits of HEAD (1: the experiments of HEAD itself, as `dvc exp show`); `method_of`
     maps each policy to its method."""
     import dvc.api
 
     trials = []
-    for row in dvc.api.exp_show(repo=str(root)):
+    for row in dvc.api.exp_show(repo=str(root), num=commits):
         name = row.get("Experiment") or ""
         if not name.startswith(f"{PREFIX}-{domain}-") or row.get("State") not in (None, "Success"):
             continue
