@@ -57,16 +57,13 @@ def score_file(
         raise ValueError(f"unknown domain {domain!r}; expected 'backend' or 'frontend'")
     tasks, answers, lines = read_trajectories(path)
     unique = {t["task_id"]: t for t in tasks}
-    with Sandbox(sandbox) as sandbox:
-        checks = dict(zip(unique, check_references(list(unique.values()), sandbox, desc="references", rules=rules)))
-        scores = score_answers(
-            answers,
-            [checks[t["task_id"]].expected for t in tasks],
-            [t["test_cases"] for t in tasks],
-            sandbox,
-            desc="answers",
-            rules=rules,
-        )
+    # References and answers never share a pool: a child inherits its worker's heap, where the
+    # source of earlier jobs lingers, and an answer can read it (tests/unit/backend/test_memory_attack.py).
+    with Sandbox(sandbox) as pool:
+        checks = dict(zip(unique, check_references(list(unique.values()), pool, desc="references", rules=rules)))
+    with Sandbox(sandbox) as pool:
+        expected = [checks[t["task_id"]].expected for t in tasks]
+        scores = score_answers(answers, expected, [t["test_cases"] for t in tasks], pool, desc="answers", rules=rules)
     summary = summarize(scores)
     summary["references_flagged"] = dict(Counter(f for c in checks.values() for f in c.flags))
     if out is not None:
