@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
-from sweetflow.artifacts import read_run_record
 from sweetflow.errors import InputError
 
 console = Console()
@@ -41,24 +42,28 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     if problems:
         console.print(f"[bold red]{len(problems)} problem(s):[/]")
         for p in problems:
-            console.print(f"  [red]✗[/] {p}", highlight=False)
+            console.print(f"  [red]✗[/] {escape(p)}", highlight=False)
         return 1
     console.print("[green]✓ every recorded hash matches the files on disk[/]")
     return 0
 
 
 def _label(node, root: Path) -> str:
+    from sweetflow.lineage import run_record
+
+    # Every value is escaped: manifests and run records are files anyone can edit, not rich markup.
     if node.manifest is None:
-        return f"[cyan]{node.path}[/] (source)"
+        return f"[cyan]{escape(node.path)}[/] (source)"
     m = node.manifest
-    run = read_run_record(m.get("stage", ""), root) or {}
+    run = run_record(m["stage"], root)
     code = run.get("code", {})
-    commit = (code.get("git_commit") or "no commit")[:10] + (" dirty" if code.get("dirty") else "")
-    params = ", ".join(m.get("params", {})) or "none"
+    commit = str(code.get("git_commit") or "no commit")[:10] + (" dirty" if code.get("dirty") else "")
+    params = ", ".join(m["params"]) or "none"
     mark = "[red]✗[/]" if node.problems else "[green]✓[/]"
     return (
-        f"{mark} [bold]{node.path}[/] ← stage [magenta]{m.get('stage')}[/]  "
-        f"params: {params}  code: {commit}  seed: {m.get('seed')}  {run.get('wall_time_s', '?')} s"
+        f"{mark} [bold]{escape(node.path)}[/] ← stage [magenta]{escape(m['stage'])}[/]  "
+        f"params: {escape(params)}  code: {escape(commit)}  seed: {escape(str(m.get('seed')))}  "
+        f"{escape(str(run.get('wall_time_s', '?')))} s"
     )
 
 
@@ -191,7 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (InputError, FileNotFoundError) as e:
-        console.print(f"[bold red]error:[/] {e}", highlight=False)
+        # As text, not markup: the message quotes the user's keys and values ("[/x]" would raise),
+        # and unwrapped, so that each problem stays on its line whatever the terminal's width.
+        console.print(Text.assemble(("error:", "bold red"), f" {e}"), soft_wrap=True, highlight=False)
         return 2
 
 

@@ -63,8 +63,8 @@ def import_official(path: Path | str) -> tuple[pl.DataFrame, pl.DataFrame]:
         if not isinstance(answer, str):
             raise ImportRowError(path, line, "answer", "expected a string")
         reward = row.get("reward")
-        if reward is not None and not isinstance(reward, (int, float)):
-            raise ImportRowError(path, line, "reward", f"expected a number, got {reward!r:.40}")
+        if reward is not None and not _is_reward(reward):
+            raise ImportRowError(path, line, "reward", f"expected a number from 0 to 1 (or null), got {reward!r:.40}")
         sample = samples[task["task_id"]] = samples.get(task["task_id"], -1) + 1
         records.append(
             {
@@ -83,6 +83,12 @@ def import_official(path: Path | str) -> tuple[pl.DataFrame, pl.DataFrame]:
             }
         )
     return to_frame(records), tasks_frame(list(tasks.values()), TASK_SCHEMA)
+
+
+def _is_reward(value: object) -> bool:
+    # json reads NaN and Infinity, and true is an int to Python: none of them is a score, and each
+    # would pass into every mean and success rate computed from the import.
+    return type(value) in (int, float) and 0 <= value <= 1
 
 
 def _turn(turn: object, path, line: int, i: int) -> dict:

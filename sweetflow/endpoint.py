@@ -1,8 +1,9 @@
 """A thin client for OpenAI-compatible chat endpoints (vLLM, `transformers serve`, hosted APIs).
 
 The API key is read from the environment variable the params name, at call time, and is never
-stored in an artifact. Transient faults (timeouts, 429, 5xx, dropped connections) are retried with
-exponential backoff by the `openai` client itself; what still fails raises `EndpointError`.
+stored in an artifact: error texts are redacted (`sweetflow.secrets`). Transient faults (timeouts,
+429, 5xx, dropped connections) are retried with exponential backoff by the `openai` client itself;
+what still fails raises `EndpointError`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from sweetflow.params import EndpointParams
+from sweetflow.secrets import redact, remember
 
 
 class EndpointError(RuntimeError):
@@ -33,6 +35,7 @@ class ChatClient:
         self._api_error = openai.APIError
         # Local servers (vLLM, transformers serve) accept any key; hosted APIs need the real one.
         key = os.environ.get(params.api_key_env) or "no-key"
+        remember(key)
         self._client = openai.OpenAI(
             base_url=params.base_url, api_key=key, timeout=params.timeout_s, max_retries=params.max_retries
         )
@@ -52,7 +55,9 @@ class ChatClient:
                 model=self.params.model, messages=messages, temperature=temperature, logprobs=logprobs or None, **extra
             )
         except self._api_error as e:
-            raise EndpointError(f"{type(e).__name__}: {e}"[:300]) from None
+            # The error text may echo the request (an Authorization header): redacted before it is cut,
+            # so that no part of a key survives the cut.
+            raise EndpointError(redact(f"{type(e).__name__}: {e}")[:300]) from None
         if not response.choices:
             raise EndpointError("the endpoint returned no choices")
         choice = response.choices[0]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
+from sweetflow.secrets import redact
+
 
 class InputError(ValueError):
     """Bad input; the message names the file, row and field (or params key) at fault."""
@@ -16,12 +18,12 @@ class StageFailed(RuntimeError):
 
 def run_stage(main: Callable[[], None]) -> None:
     """Entry point of `python -m stages.<name>`: bad input exits 2, a failed stage 1, with the message
-    alone (no traceback)."""
+    alone (no traceback), redacted of secrets."""
     try:
         main()
     except (InputError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(redact(f"error: {e}"), file=sys.stderr)
         sys.exit(2)
     except StageFailed as e:
-        print(f"stage failed: {e}", file=sys.stderr)
+        print(redact(f"stage failed: {e}"), file=sys.stderr)
         sys.exit(1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import yaml
 
@@ -19,9 +20,13 @@ class ImportRowError(InputError):
 
 def iter_jsonl(path: Path | str, limit: int | None = None) -> Iterator[tuple[int, dict]]:
     """Yield (line number, object) for each non-blank line; a line that isn't a JSON object is an error."""
-    with open(path, encoding="utf-8") as fh:
+    with _open(path) as fh:
         n = 0
-        for lineno, line in enumerate(fh, start=1):
+        for lineno, raw in enumerate(fh, start=1):
+            try:  # line by line, so that bad UTF-8 is named with its line
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ImportRowError(path, lineno, "(line)", f"not valid UTF-8 ({e.reason})") from None
             if not line.strip():
                 continue
             if limit is not None and n >= limit:
@@ -34,6 +39,13 @@ def iter_jsonl(path: Path | str, limit: int | None = None) -> Iterator[tuple[int
                 raise ImportRowError(path, lineno, "(line)", f"expected a JSON object, got {type(obj).__name__}")
             n += 1
             yield lineno, obj
+
+
+def _open(path: Path | str) -> BinaryIO:
+    try:
+        return open(path, "rb")
+    except OSError as e:  # missing, a directory, unreadable
+        raise InputError(f"{path}: cannot be read ({e.strerror})") from None
 
 
 # Values a YAML file may expand to, aliases (*name) counted at every place they stand: a file of
@@ -73,10 +85,12 @@ def read_yaml(path: Path | str) -> object:
     """A YAML file's data (safe types only); malformed YAML, bad UTF-8, an integer too long to
     convert and an alias bomb are InputErrors naming the file and line."""
     path = Path(path)
+    with _open(path) as fh:
+        data = fh.read()
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = path.read_bytes()[: e.start].count(b"\n") + 1
+        line = data[: e.start].count(b"\n") + 1
         raise InputError(f"{path}: line {line}: not valid UTF-8 ({e.reason})") from None
     loader = _BoundedLoader(text, path)
     try:

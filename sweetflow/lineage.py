@@ -8,12 +8,16 @@ stale artifact.
 
 from __future__ import annotations
 
+import json
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from sweetflow.artifacts import MANIFEST, content_hash, read_manifest
+from sweetflow import paths
+from sweetflow.artifacts import MANIFEST, content_hash
+from sweetflow.errors import InputError
 from sweetflow.params import ParamsError, load_params, section_of
 
 
@@ -31,29 +35,87 @@ class Node:
         return found
 
 
+def _resolve(path: Path | str) -> Path:
+    """`path` made absolute; a symlink loop is an InputError (Python 3.11 raises RuntimeError)."""
+    try:
+        return Path(path).resolve()
+    except (RuntimeError, OSError) as e:
+        raise InputError(f"{path}: cannot be resolved: {e}") from None
+
+
+def _read_json(path: Path) -> object:
+    """A JSON file lineage reads (a manifest, a run record); unreadable or malformed: an InputError."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}: line {e.lineno}, column {e.colno}: not valid JSON: {e.msg}") from None
+    except (OSError, ValueError, RecursionError) as e:  # unreadable, not UTF-8, nested too deeply
+        raise InputError(f"{path}: cannot be read: {e}") from None
+
+
+def _hashes(value: object) -> bool:
+    return isinstance(value, dict) and all("\0" not in k and isinstance(h, str) for k, h in value.items())
+
+
+# The fields lineage walks, as `artifacts.stage_output` writes them: a manifest edited by hand or cut
+# short is named with its field, not met as a traceback half-way through the tree.
+MANIFEST_FIELDS = {
+    "stage": (lambda v: isinstance(v, str), "a string"),
+    "output_hash": (lambda v: isinstance(v, str), "a string"),
+    "metrics": (_hashes, "an object of path: hash"),
+    "inputs": (_hashes, "an object of path: hash"),
+    "params": (lambda v: isinstance(v, dict), "an object of section: value"),
+}
+_SHORT = reprlib.Repr()
+
+
+def _manifest(artifact: Path) -> dict:
+    """An artifact's manifest, checked for every field lineage reads."""
+    path = artifact / MANIFEST
+    manifest = _read_json(path)
+    if not isinstance(manifest, dict):
+        raise InputError(f"{path}: expected a JSON object, got {type(manifest).__name__}")
+    for name, (valid, expected) in MANIFEST_FIELDS.items():
+        if not valid(manifest.get(name)):
+            raise InputError(f"{path}: field {name!r}: expected {expected}, got {_SHORT.repr(manifest.get(name))}")
+    return manifest
+
+
+def run_record(stage: str, root: Path) -> dict:
+    """A stage's run record (`reports/runs/<stage>.json`), {} if there is none."""
+    path = root / paths.run_record(stage)
+    record = _read_json(path) if path.is_file() else {}
+    if not isinstance(record, dict) or not isinstance(record.get("code", {}), dict):
+        raise InputError(f"{path}: expected a JSON object whose 'code' is an object")
+    return record
+
+
 def find_artifact(path: Path | str, root: Path) -> Path | None:
-    """The nearest directory at or above `path` (inside `root`) that carries a manifest."""
-    path = Path(path).resolve()
+    """The nearest directory at or above `path`, inside `root`, that carries a manifest."""
+    path = _resolve(path)
     for candidate in [path, *path.parents]:
-        if candidate.is_dir() and (candidate / MANIFEST).is_file():
+        if not candidate.is_relative_to(root):
+            return None  # outside the project: none of its stages wrote it
+        if (candidate / MANIFEST).is_file():
             return candidate
-        if candidate == root:
-            break
     return None
 
 
-def producer_of_metrics(path: Path | str, root: Path) -> Path | None:
-    """The artifact whose manifest lists `path` among its metrics files."""
-    rel = Path(path).resolve().relative_to(root).as_posix()
+def producer_of_metrics(path: Path, root: Path) -> Path | None:
+    """The artifact whose manifest lists `path` (resolved, inside `root`) among its metrics files."""
+    rel = path.relative_to(root).as_posix()
     for manifest in sorted((root / "data").rglob(MANIFEST)):
-        if rel in read_manifest(manifest.parent).get("metrics", {}):
+        if rel in _manifest(manifest.parent)["metrics"]:
             return manifest.parent
     return None
 
 
 def trace(path: Path | str, root: Path | str = ".") -> Node:
-    root = Path(root).resolve()
-    artifact = find_artifact(path, root) or producer_of_metrics(path, root)
+    root = _resolve(root)
+    target = _resolve(path)
+    if not target.is_relative_to(root):
+        raise InputError(f"{path}: outside the project root {root} (--root)")
+    artifact = find_artifact(target, root) or producer_of_metrics(target, root)
     if artifact is None:
         raise FileNotFoundError(f"{path}: no stage output's manifest covers it")
     try:
@@ -73,19 +135,19 @@ def _visit(artifact: Path, root: Path, params: BaseModel | None, seen: dict[Path
     if artifact in seen:
         return seen[artifact]
     rel = artifact.relative_to(root).as_posix()
-    manifest = read_manifest(artifact)
+    manifest = _manifest(artifact)
     node = seen[artifact] = Node(rel, manifest)
-    stage = manifest.get("stage", "?")
-    if content_hash(artifact) != manifest.get("output_hash"):
+    stage = manifest["stage"]
+    if content_hash(artifact) != manifest["output_hash"]:
         node.problems.append(f"{rel}: content differs from what stage {stage!r} wrote (edited by hand?)")
-    for metrics, recorded_hash in manifest.get("metrics", {}).items():
+    for metrics, recorded_hash in manifest["metrics"].items():
         if not (root / metrics).exists() or content_hash(root / metrics) != recorded_hash:
             node.problems.append(f"{metrics}: differs from what stage {stage!r} wrote (edited by hand?)")
-    for section, recorded in (manifest.get("params") or {}).items():
+    for section, recorded in manifest["params"].items():
         current = section_of(params, section) if params is not None else None
         if current is not None and current != recorded:
             node.problems.append(f"{rel}: params.yaml section {section!r} changed since {stage!r} ran (stale)")
-    for dep, recorded_hash in manifest.get("inputs", {}).items():
+    for dep, recorded_hash in manifest["inputs"].items():
         dep_path = root / dep
         if not dep_path.exists():
             node.problems.append(f"{rel}: input {dep} is missing")

@@ -56,8 +56,17 @@ class EndpointParams(Section):
     api_key_env: str = Field(
         description="Name of the environment variable holding the API key (the key itself never goes in params)."
     )
-    timeout_s: float = Field(gt=0, description="Time limit of one request.")
-    max_retries: int = Field(ge=0, description="Retries, with exponential backoff, of timeouts, 429s, 5xx and dropped connections.")
+    timeout_s: float = Field(
+        gt=0,
+        description="Time limit of one attempt at a request (to connect, and for each wait on the server). A dead "
+        "endpoint fails a request after (max_retries + 1) x timeout_s plus the backoff: about 3 min with 60 s and 2 "
+        "retries.",
+    )
+    max_retries: int = Field(
+        ge=0,
+        description="Retries of timeouts, 429s, 5xx and dropped connections, after a backoff of 0.5 s doubling to at "
+        "most 8 s (or a 429's Retry-After, up to 2 min).",
+    )
     concurrency: int = Field(ge=1, description="Requests in flight at once.")
 
 
@@ -599,6 +608,11 @@ _SHORT = reprlib.Repr()
 _SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxstring, _SHORT.maxother = 2, 4, 4, 60, 60
 
 
+# Problems named, at most: a list of 90,000 strings where integers belong is 90,000 problems (8 MB
+# of text, 36 s to print); the first few say what is wrong.
+MAX_PROBLEMS = 20
+
+
 # Pydantic puts the chosen member of a union in an error's location (agents.base.transformers.top_p);
 # the key a user writes has no such part. These names are no key of params.yaml.
 _UNION_TAGS = {"scripted", "no_ask", "transformers", "openai"}
@@ -625,8 +639,10 @@ def load_params(path: Path | str = PARAMS_FILE) -> Params:
     try:
         return Params.model_validate(raw)
     except ValidationError as e:
-        problems = "\n  ".join(_describe(err) for err in e.errors())
-        raise ParamsError(f"{path}: invalid parameters:\n  {problems}") from None
+        problems = [_describe(err) for err in e.errors()[:MAX_PROBLEMS]]
+        if e.error_count() > MAX_PROBLEMS:
+            problems.append(f"... and {e.error_count() - MAX_PROBLEMS:,} more")
+        raise ParamsError(f"{path}: invalid parameters:\n  " + "\n  ".join(problems)) from None
 
 
 def section_of(params: BaseModel, dotted: str) -> object | None:

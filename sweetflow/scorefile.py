@@ -22,8 +22,21 @@ import polars as pl
 from sweetflow.backend.sandbox.pool import Sandbox, SandboxParams
 from sweetflow.backend.scoring import check_references, score_answers, summarize
 from sweetflow.backend.tasks.colbench import task_from_row
+from sweetflow.errors import InputError
 from sweetflow.inputs import ImportRowError, iter_jsonl
 from sweetflow.params import RenderParams, ScoringRules, SimilarityParams
+
+
+def check_writable(out: Path) -> None:
+    """Fail before any scoring on an `out` that cannot be written (a missing or read-only directory,
+    a directory in its place): scoring can take an hour, and its results would be lost at the end."""
+    existed = out.exists()
+    try:
+        open(out, "ab").close()
+    except OSError as e:
+        raise InputError(f"{out}: cannot be written ({e.strerror})") from None
+    if not existed:
+        out.unlink()
 
 
 def read_trajectories(path: Path | str) -> tuple[list[dict], list[str], list[int]]:
@@ -51,22 +64,23 @@ def score_file(
     rules: ScoringRules = ScoringRules(),
 ) -> dict:
     """Score the file's rows: in the sandbox (backend), or rendered and compared (frontend)."""
+    if out is not None:
+        check_writable(out)
     if domain == "frontend":
         return score_frontend_file(path, out, render, similarity)
     if domain != "backend":
         raise ValueError(f"unknown domain {domain!r}; expected 'backend' or 'frontend'")
     tasks, answers, lines = read_trajectories(path)
+    if not tasks:
+        raise InputError(f"{path}: no rows to score")
     unique = {t["task_id"]: t for t in tasks}
-    with Sandbox(sandbox) as sandbox:
-        checks = dict(zip(unique, check_references(list(unique.values()), sandbox, desc="references", rules=rules)))
-        scores = score_answers(
-            answers,
-            [checks[t["task_id"]].expected for t in tasks],
-            [t["test_cases"] for t in tasks],
-            sandbox,
-            desc="answers",
-            rules=rules,
-        )
+    # References and answers never share a pool: a child inherits its worker's heap, where the
+    # source of earlier jobs lingers, and an answer can read it (tests/unit/backend/test_memory_attack.py).
+    with Sandbox(sandbox) as pool:
+        checks = dict(zip(unique, check_references(list(unique.values()), pool, desc="references", rules=rules)))
+    with Sandbox(sandbox) as pool:
+        expected = [checks[t["task_id"]].expected for t in tasks]
+        scores = score_answers(answers, expected, [t["test_cases"] for t in tasks], pool, desc="answers", rules=rules)
     summary = summarize(scores)
     summary["references_flagged"] = dict(Counter(f for c in checks.values() for f in c.flags))
     if out is not None:
@@ -121,6 +135,8 @@ def score_frontend_file(
     from sweetflow.frontend.similarity import Similarity
 
     targets, answers, lines = read_frontend_trajectories(path)
+    if not targets:
+        raise InputError(f"{path}: no rows to score")
     scorer = Similarity(similarity)  # before rendering: a bad CLIP checkpoint fails at once
     with RenderPool(render) as pool:
         distinct = list(dict.fromkeys(targets))

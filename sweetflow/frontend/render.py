@@ -1,7 +1,10 @@
 """HTML pages to PNG screenshots on headless Chromium, fully offline and deterministic.
 
-`RenderPool` keeps one browser and `pages` reusable pages, each in its own browser context, and
-renders many HTML strings concurrently. Every request a page makes is intercepted:
+`RenderPool` keeps one browser and renders up to `pages` HTML strings at once, each in a browser
+context of its own that is closed, with every page, popup, timer and worker it holds, as soon as its
+screenshot is taken: nothing one page does can reach a later one. The browser runs in an empty
+network namespace where the system allows one (root, or unprivileged user namespaces): no packet
+leaves it by any channel, WebRTC included. Every request a page makes is also intercepted:
 
 - the page itself is served from a fixed made-up origin (`PAGE_URL`), so relative URLs stay inside
   it and are blocked like everything else;
@@ -21,16 +24,19 @@ Screenshots are `viewport_width` wide and as tall as the page, at least `viewpor
 runaway page to about 20 MB of pixels. Animations are stopped, the clock is fixed at
 `FIXED_TIME` and `Math.random` is seeded, so the same HTML gives the same PNG on the same machine.
 
-A page that does not load and shoot within `timeout_s`, or whose renderer crashes, yields None;
-its browser context is thrown away and replaced (the whole browser too if it died), and the pool
-keeps serving.
+A page that does not load and shoot within `timeout_s`, or whose renderer crashes, yields None (the
+whole browser is relaunched if it died), and the pool keeps serving.
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import re
+import shutil
+import subprocess
+import tempfile
 import threading
 from collections import Counter
 from concurrent.futures import as_completed
@@ -49,6 +55,8 @@ from tqdm import tqdm
 
 from sweetflow.frontend.tailwind import TailwindSubset
 from sweetflow.params import RenderParams
+
+log = logging.getLogger(__name__)
 
 PAGE_URL = "http://page.sweetflow.invalid/"
 FIXED_TIME = "2024-01-01T12:00:00Z"
@@ -97,9 +105,14 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     # Exact sRGB colours in screenshots, whatever the machine's display profile.
     "--force-color-profile=srgb",
-    # A second wall besides request interception: no host name resolves, for anything not intercepted.
+    # Walls besides the network namespace and request interception: no host name resolves, and
+    # WebRTC sends no UDP of its own (it bypasses both interception and the resolver).
     "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 ]
+# `unshare` variants that put the browser in a new, empty network namespace: as root, or as a user
+# where unprivileged user namespaces are allowed.
+UNSHARE_COMMANDS = (["unshare", "--net", "--"], ["unshare", "--net", "--map-root-user", "--"])
 TAILWIND_RE = re.compile(r"tailwindcss(?:@|/)v?2\.2\.19/(?:.*/)?tailwind[^/]*\.css$")
 PICSUM_RE = re.compile(r"^/(?:(?:id|seed)/[^/]+/)?(\d+)(?:/(\d+))?")
 PICSUM_MAX_SIDE = 5000
@@ -140,13 +153,32 @@ def is_tailwind_2_2_19(url: str) -> bool:
 
 @dataclass
 class _Slot:
-    """One reusable page in its own browser context (so a broken one is thrown away alone)."""
+    """One render: its page in a browser context of its own."""
 
     html: str = ""
     context: BrowserContext | None = None
     page: Page | None = None
     generation: int = -1  # the browser launch it belongs to
     crashed: bool = False
+
+
+def offline_launcher(chromium: Path, directory: Path) -> Path | None:
+    """A script that starts `chromium` in a new, empty network namespace, written into `directory`;
+    None where no `unshare` variant may create one here."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return None
+    for command in UNSHARE_COMMANDS:
+        try:
+            works = subprocess.run([*command, "true"], capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            works = False
+        if works:
+            script = directory / "chromium-offline"
+            script.write_text(f'#!/bin/sh\nexec {" ".join([unshare, *command[1:]])} "{chromium}" "$@"\n')
+            script.chmod(0o755)
+            return script
+    return None
 
 
 @dataclass
@@ -170,6 +202,7 @@ class RenderPool:
         # Pages: rendered, timeouts, crashes, errors; requests: tailwind_served, picsum_served, blocked;
         # browser_launches. Written by the pool's thread only.
         self.stats: Counter[str] = Counter()
+        self.isolation: list[str] = []  # "network-namespace" when the browser has no network at all
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -197,6 +230,13 @@ class RenderPool:
             )
         self._tailwind = self.params.tailwind_css.read_text()
         self._subset = TailwindSubset(self._tailwind) if self.params.tailwind_subset else None
+        self._scratch = tempfile.TemporaryDirectory(prefix="sweetflow-render-")
+        launcher = offline_launcher(self.params.chromium, Path(self._scratch.name))
+        self._executable = launcher or self.params.chromium
+        self.isolation = ["network-namespace"] if launcher else []
+        if launcher is None:
+            log.warning("Chromium runs without a network namespace (needs root or user namespaces): "
+                        "request interception and resolver rules are its only walls")  # fmt: skip
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="render-pool", daemon=True)
         self._thread.start()
@@ -216,6 +256,7 @@ class RenderPool:
             self._thread.join()
             self._loop.close()
             self._loop = self._thread = None
+            self._scratch.cleanup()
 
     def _call(self, coro):
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
@@ -234,7 +275,6 @@ class RenderPool:
         with tqdm(total=len(futures), desc=desc, unit="page", disable=desc is None) as bar:
             for _ in as_completed(futures):
                 bar.update()
-        self._call(self._blank_idle_pages())
         return [f.result() for f in futures]
 
     # -- the event loop's side ------------------------------------------------------------------
@@ -258,7 +298,7 @@ class RenderPool:
             if state.browser is None or not state.browser.is_connected():
                 # launch() gives the browser a fresh, empty profile directory and deletes it on close.
                 state.browser = await state.playwright.chromium.launch(
-                    executable_path=str(self.params.chromium),
+                    executable_path=str(self._executable),
                     args=CHROMIUM_ARGS + [f"--js-flags=--max-old-space-size={self.params.js_heap_mb}"],
                 )
                 state.generation += 1
@@ -281,28 +321,13 @@ class RenderPool:
                 timeout = isinstance(e, (TimeoutError, PlaywrightTimeout))
                 kind = "crashes" if slot.crashed else "timeouts" if timeout else "errors"
                 self.stats[kind] += 1
-                await self._discard(slot)
                 return None
             self.stats["rendered"] += 1
             return png
         finally:
-            self._free.put_nowait(slot)
-
-    async def _blank_idle_pages(self) -> None:
-        """Navigate the idle pages to about:blank: the last page's scripts (an animation, a timer)
-        must not keep running while the pool waits for its next batch."""
-        idle = [self._free.get_nowait() for _ in range(self._free.qsize())]
-        try:
-            await asyncio.gather(*(self._blank(slot) for slot in idle if slot.page is not None))
-        finally:
-            for slot in idle:
-                self._free.put_nowait(slot)
-
-    async def _blank(self, slot: _Slot) -> None:
-        try:
-            await asyncio.wait_for(slot.page.goto("about:blank"), CLOSE_TIMEOUT_S)
-        except (TimeoutError, PlaywrightError):
+            # The context goes with its render: a popup, timer or worker the page started dies here.
             await self._discard(slot)
+            self._free.put_nowait(slot)
 
     async def _shoot(self, page: Page) -> bytes:
         await page.goto(PAGE_URL, wait_until="commit")
@@ -313,9 +338,6 @@ class RenderPool:
 
     async def _ready(self, slot: _Slot) -> None:
         browser, generation = await self._live_browser()
-        if slot.page is not None and slot.generation == generation and not slot.page.is_closed():
-            return
-        await self._discard(slot)
         context = await browser.new_context(
             viewport={"width": self.params.viewport_width, "height": self.params.viewport_height},
             device_scale_factor=1,

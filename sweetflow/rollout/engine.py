@@ -23,6 +23,7 @@ from sweetflow.dialogue import AGENT, HUMAN, Agent, AgentTurn, ContextOverflow, 
 from sweetflow.domain import DomainRuntime, Score, get_domain
 from sweetflow.errors import StageFailed
 from sweetflow.params import EpisodeParams, Params
+from sweetflow.secrets import redact
 from sweetflow.tables import to_frame
 
 
@@ -130,7 +131,7 @@ def run_episodes(
                     ep.answer, ep.ended_by = (ep.turns[-1].message if ep.turns else ""), "context"
                     continue
                 if isinstance(turn, Exception):
-                    ep.failure = f"agent: {turn}"[:500]
+                    ep.failure = redact(f"agent: {turn}")[:500]
                     continue
                 ep.turns.append(turn)
                 ep.messages.append(Message(AGENT, turn.message))
@@ -143,7 +144,7 @@ def run_episodes(
             replies = pool.map(lambda ep: _reply(runtime.human, ep), waiting)
             for ep, reply in zip(waiting, replies):
                 if isinstance(reply, Exception):
-                    ep.failure = f"simulator: {reply}"[:500]
+                    ep.failure = redact(f"simulator: {reply}")[:500]
                 else:
                     ep.messages.append(Message(HUMAN, reply))
             finished += [ep for ep in live if ep.over]

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import polars as pl
 import pytest
@@ -95,3 +98,55 @@ def test_api_key_never_reaches_an_artifact(openai_server, tmp_path, monkeypatch)
     assert (project / "reports/backend/served/metrics.json").exists()
     leaks = [p for p in project.rglob("*") if p.is_file() and ".git" not in p.parts and secret.encode() in p.read_bytes()]
     assert leaks == []
+
+
+class EchoingAuthServer:
+    """A loopback endpoint that refuses every request with an error body quoting its Authorization
+    header, as some misconfigured gateways do: the one way a key comes back inside an error text."""
+
+    def __init__(self):
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                message = f"invalid credentials: Authorization: {self.headers.get('Authorization')}"
+                body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
+                self.send_response(400)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self):
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_key_echoed_in_an_error_is_redacted_everywhere_it_would_be_stored(tmp_path, monkeypatch):
+    secret = "sk-sweetflow-echo-SECRET-9876543210"
+    with EchoingAuthServer() as server:
+        endpoint = endpoint_params(base_url=server.base_url, model="m", api_key_env="SWEETFLOW_TEST_KEY",
+                                   max_retries=0).model_dump()  # fmt: skip
+        served = openai_agent(endpoint, max_new_tokens=8).model_dump(mode="json")
+        params = {"backend": {"tasks": {"n_train": 2, "n_test": 3}, "scoring": {"workers": 1}},
+                  "episodes": {"max_turns": 2, "max_failure_share": 0.0},
+                  "agents": {"served": served}, "evaluate": {"methods": ["served"]}}  # fmt: skip
+        project = make_project(tmp_path / "p", params)
+        run([sys.executable, "-m", "stages.tasks", "backend"], project)
+        monkeypatch.setenv("SWEETFLOW_TEST_KEY", secret)
+        result = run([sys.executable, "-m", "stages.evaluate", "backend", "served"], project, check=False)
+    assert result.returncode == 1 and "episodes failed" in result.stderr  # every request was refused
+    assert "[redacted]" in result.stderr and secret not in result.stdout + result.stderr
+    stored = [p for p in project.rglob("*") if p.is_file() and ".git" not in p.parts]
+    checkpoints = [p for p in stored if p.suffix == ".jsonl"]
+    assert checkpoints and all("[redacted]" in p.read_text() for p in checkpoints)  # the failures were kept
+    assert [p for p in stored if secret.encode() in p.read_bytes()] == []

@@ -4,6 +4,7 @@ name the key (or the file and line, for a file that is not YAML)."""
 from __future__ import annotations
 
 import copy
+import time
 import typing
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel
 
 from sweetflow.cli import main
 from sweetflow.errors import InputError
-from sweetflow.params import Params, ParamsError, ScoringRules, describe_params, load_params
+from sweetflow.params import MAX_PROBLEMS, Params, ParamsError, ScoringRules, describe_params, load_params
 from tests.support.params import params_with
 from tests.support.project import ROOT, merge
 
@@ -171,6 +172,34 @@ def test_a_huge_offending_value_is_shown_short(tmp_path):
     with pytest.raises(ParamsError) as err:
         load_params(write(tmp_path, {"backend": {"tasks": {"n_test": list(range(20_000))}}}))
     assert "backend.tasks.n_test" in str(err.value) and len(str(err.value)) < 2_000
+
+
+
+def test_thousands_of_bad_values_are_named_by_the_first_few(tmp_path):
+    text = (ROOT / "params.yaml").read_text().replace("\nseeds: [0, 1, 2]\n", "\nseeds: [" + "a, " * 20_000 + "a]\n")
+    started = time.process_time()
+    with pytest.raises(ParamsError) as err:
+        load_params(write(tmp_path, text=text))
+    lines = str(err.value).splitlines()
+    assert lines[1].startswith("  seeds.0: Input should be a valid integer") and lines[-1] == "  ... and 19,981 more"
+    assert len(lines) == 2 + MAX_PROBLEMS and time.process_time() - started < 10  # before: 20,000 lines
+
+
+def test_the_cli_prints_each_problem_on_one_line_whatever_the_width(tmp_path, capsys):
+    deep = tmp_path / ("a_directory_with_a_long_name_" * 3)
+    deep.mkdir()
+    assert main(["params", "--file", str(write(deep, text="seeds: [1, 2\ntraining: 3\n"))]) == 2
+    problem = "line 2, column 9: not valid YAML: expected ',' or ']', but got ':'"
+    assert capsys.readouterr().out == f"error: {deep}/params.yaml: {problem}\n"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(min_size=1, max_size=12).filter(lambda k: k not in PROJECT) | st.sampled_from(["[/x]", "[bold]", "[/]"]))
+def test_the_cli_prints_any_unknown_key_as_text(tmp_path, capsys, key):
+    """A key such as "[/x]" is rich markup: printed as markup, it raised instead of naming the key."""
+    assert main(["params", "--file", str(write(tmp_path, {key: 1}))]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith(f"error: {tmp_path}/params.yaml: invalid parameters:\n") and "unknown key (value 1)" in out
 
 
 @pytest.mark.parametrize(

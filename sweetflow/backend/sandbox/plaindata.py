@@ -16,9 +16,22 @@ import decimal
 import fractions
 import json
 import math
+from collections import Counter
 
 TAG = "__t"
 BIG_INT_BITS = 4096
+# Keys of one set or dict that may share a hash. The answer's code writes the text the host decodes,
+# outside every timeout: ints equal modulo 2**61 - 1 all hash alike, and building a set of n of them
+# costs n**2 / 2 comparisons (13 s of host CPU for 1 MB). Plain values rarely share a hash: 2**p and
+# 2**(p + 61) do, so {2**p for p in range(3904)} is the largest set of powers of 2 that decodes.
+MAX_SAME_HASH = 64
+# Bits of an int (sent in hex beyond BIG_INT_BITS): comparing one with a Decimal converts it in
+# quadratic time, 1.7 s for 1.1 Mbit. 2**17 bits hold factorial(10_000).
+MAX_INT_BITS = 1 << 17
+# Bits of a fraction's numerator or denominator: the encoder writes them as JSON numbers, of at most
+# 4,300 digits (14,285 bits). Normalising a fraction takes a gcd, quadratic in the digits: a crafted
+# fraction of two 1.9-Mbit parts cost 4 s.
+FRACTION_BITS = 14_285
 
 
 class Opaque:
@@ -117,22 +130,29 @@ def _decode_tagged(obj: dict) -> object:
     if tag == "float":
         return float(v)
     if tag == "int":
-        return int(v, 16)
+        n = int(v, 16)  # linear in the digits, unlike decimal
+        if n.bit_length() > MAX_INT_BITS:
+            raise EncodingError(f"an int of more than {MAX_INT_BITS} bits")
+        return n
     if tag == "bytes":
         return base64.b64decode(v)
     if tag == "tuple":
         return tuple(v)
     if tag == "set":
-        return set(v)
+        return set(_few_collisions(v))
     if tag == "frozenset":
-        return frozenset(v)
+        return frozenset(_few_collisions(v))
     if tag == "dict":
-        return {k: val for k, val in v}
+        pairs = [(k, val) for k, val in v]
+        _few_collisions([k for k, _ in pairs])
+        return dict(pairs)
     if tag == "complex":
         return complex(float(v[0]), float(v[1]))
     if tag == "decimal":
         return decimal.Decimal(v)
     if tag == "fraction":
+        if any(isinstance(part, int) and part.bit_length() > FRACTION_BITS for part in v):
+            raise EncodingError(f"a fraction's part of more than {FRACTION_BITS} bits")
         return fractions.Fraction(v[0], v[1])
     if tag == "date":
         return _dt.date.fromisoformat(v)
@@ -145,6 +165,15 @@ def _decode_tagged(obj: dict) -> object:
     if tag == "opaque":
         return Opaque(str(obj.get("type")))
     raise EncodingError(f"unknown tag {tag!r}")
+
+
+def _few_collisions(keys: list) -> list:
+    """`keys`, once no more than MAX_SAME_HASH of them are known to share a hash (counting is linear:
+    distinct hashes are distinct ints, which never collide with each other)."""
+    counts = Counter(map(hash, keys))
+    if counts and max(counts.values()) > MAX_SAME_HASH:
+        raise EncodingError(f"more than {MAX_SAME_HASH} keys of a set or dict share a hash")
+    return keys
 
 
 def dumps(value: object) -> str:

@@ -6,6 +6,10 @@ worker: own session, own unprivileged uid, resource limits, no network, an empty
 directory, a scrubbed environment. The per-call timeout is enforced in the child, the per-job
 wall-clock bound by the worker, and a worker that dies is replaced; nothing an answer does can take
 the caller down. Outputs come back as plain-data JSON text (`sweetflow.backend.sandbox.plaindata`).
+
+As root the children see the interpreter, the standard library and site-packages, and nothing of
+the project, the caller's working directory or the home directories. A child inherits its worker's
+heap, where earlier jobs' source lingers: a pool that checks references never scores answers.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ log = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 # Layers that only a root worker can set up; without them the sandbox still runs, with a warning.
-ROOT_LAYERS = ("no-network", "private-tmp", "unprivileged-uid")
+ROOT_LAYERS = ("no-network", "private-tmp", "unprivileged-uid", "hidden-project")
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,9 @@ class _Worker:
             "PYTHONPATH": str(PROJECT_ROOT),
             "SWEETFLOW_SANDBOX_UID": str(uid),
             "SWEETFLOW_SANDBOX_SCRATCH": self.scratch.name,
+            # What the children must not see: the project (its code regenerates the tasks, its data
+            # holds the references) and the directory the caller works in.
+            "SWEETFLOW_SANDBOX_HIDE": os.pathsep.join(sorted({str(PROJECT_ROOT), os.getcwd()})),
         }
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "sweetflow.backend.sandbox.worker"],

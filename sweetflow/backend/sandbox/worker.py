@@ -2,7 +2,9 @@
 
 Started by `sweetflow.backend.sandbox.pool.Sandbox` with a scrubbed environment. At start, when it runs as root,
 it enters new network and mount namespaces (no network at all, private tmpfs over every
-world-writable directory). It then reads jobs from stdin and, for each, forks a child that:
+world-writable directory, and over the project, the caller's working directory and the home
+directories: the answer sees the interpreter, the standard library and site-packages, nothing of
+ours). It then reads jobs from stdin and, for each, forks a child that:
 starts its own session, drops to a fresh unprivileged uid, applies resource limits, closes every
 inherited descriptor, runs in an empty working directory, executes the answer and then each test
 call under a per-call alarm, and streams one JSON line per call to a pipe. The worker enforces the
@@ -36,6 +38,7 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 0x1000, 0x4000, 1 << 18
 WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue")
+HOME_DIRS = ("/home", "/root")
 ANSWER_NAME = "__answer__"
 # The child may not start threads (RLIMIT_NPROC), so numerical libraries must stay single-threaded.
 CHILD_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -57,8 +60,9 @@ def _isolate() -> list[str]:
     # Keep our mounts from propagating back to the host.
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return layers
-    _cover_and_expose(libc)
-    layers += ["private-tmp", "unprivileged-uid"]
+    hidden = [d for d in os.environ.get("SWEETFLOW_SANDBOX_HIDE", "").split(os.pathsep) if d]
+    _cover_and_expose(libc, [*hidden, *HOME_DIRS])
+    layers += ["private-tmp", "unprivileged-uid", "hidden-project"]
     return layers
 
 
@@ -78,27 +82,31 @@ def _private_ancestor(path: str) -> str | None:
     return None
 
 
-def _cover_and_expose(libc) -> None:
-    """Cover every shared writable place and every directory closed to other users with an empty
-    tmpfs, then put back, read-only, just the directories on sys.path (interpreter, stdlib, venv).
+def _cover_and_expose(libc, hide: list[str]) -> None:
+    """Cover every shared writable place, every directory closed to other users, and the `hide`
+    directories (the project, the caller's working directory, home directories) with an empty tmpfs;
+    then put back, read-only, just the directories on sys.path (interpreter, stdlib, venv) — never a
+    hidden directory itself, so the project's own code and data stay out of the answer's reach even
+    when it is on sys.path.
 
-    The venv may lie under /tmp, the interpreter under /root (pyenv, mode 0700): both would be
-    hidden from the child's unprivileged uid. Each needed directory is held open (O_PATH) before
-    it is covered, and bind-mounted back from that handle at its own path.
+    The venv may lie under /tmp or inside the project, the interpreter under /root (pyenv, mode
+    0700): each needed directory is held open (O_PATH) before it is covered, and bind-mounted back
+    from that handle at its own path.
     """
     def under(path: str, dirs) -> bool:
         return any(path == d or path.startswith(d + "/") for d in dirs)
 
     writable = [d for d in WRITABLE_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-    needed = sorted({os.path.realpath(p) for p in sys.path if os.path.isdir(p)})
+    hide = sorted({os.path.realpath(d) for d in hide if os.path.isdir(d)} - {"/"})
+    needed = sorted({os.path.realpath(p) for p in sys.path if os.path.isdir(p)} - set(hide))
     # A closed directory inside a covered writable one (/tmp/pytest-of-root) is gone with it.
     private = sorted({a for p in needed if (a := _private_ancestor(p)) and not under(a, writable)})
-    hidden = [p for p in needed if under(p, writable + private)]
-    handles = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in hidden}
+    covered = writable + private + hide
+    handles = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in needed if under(p, covered)}
     for d in writable:
         _mount(libc, "tmpfs", d, "tmpfs", 0, "size=64m,mode=1777")
-    for d in private:
-        if not under(os.path.dirname(d), private):  # a closed one inside another is gone with it
+    for d in private + hide:
+        if not under(os.path.dirname(d), writable + private + hide):  # one inside another is gone with it
             _mount(libc, "tmpfs", d, "tmpfs", 0, "size=1m,mode=755")
     for path, fd in handles.items():
         os.makedirs(path, mode=0o755, exist_ok=True)

@@ -6,7 +6,10 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import decimal
+import fractions
 import json
+import math
+import time
 
 import numpy as np
 import pytest
@@ -233,3 +236,52 @@ def test_loads_on_any_tagged_value_raises_nothing_but_encoding_error(items):
         plaindata.loads(json.dumps(items))
     except EncodingError:
         pass  # any other exception fails the test
+
+
+# --- crafted outputs: the answer's code writes the text the host decodes, outside every timeout ------
+
+M61 = 2**61 - 1  # ints equal modulo it share a hash
+
+
+def tagged(tag: str, v: object) -> dict:
+    return {plaindata.TAG: tag, "v": v}
+
+
+CRAFTED = {
+    "set of colliding ints": tagged("set", [k * M61 for k in range(1, 40_001)]),
+    "frozenset of colliding ints": tagged("frozenset", [k * M61 for k in range(1, 40_001)]),
+    "dict keyed by colliding ints": tagged("dict", [[k * M61, 0] for k in range(1, 40_001)]),
+    "set of colliding tuples": tagged("set", [tagged("tuple", [k * M61]) for k in range(1, 30_001)]),
+    "fraction of 1.9-Mbit parts": tagged(
+        "fraction", [tagged("int", hex(7**680_000)), tagged("int", hex(3**1_200_000 + 2))]
+    ),
+    "int of 3.9 Mbit": tagged("int", hex(7**1_390_000)),
+}
+
+
+@pytest.mark.parametrize("payload", CRAFTED.values(), ids=list(CRAFTED))
+def test_a_crafted_output_of_1_mb_is_refused_at_once(payload):
+    text = json.dumps(payload, separators=(",", ":"))
+    assert len(text) < 1_400_000
+    started = time.process_time()
+    with pytest.raises(EncodingError):
+        plaindata.loads(text)
+    assert time.process_time() - started < 2  # before: 13 s for each set, 4 s for the fraction
+
+
+@given(st.integers(1, 3 * plaindata.MAX_SAME_HASH), st.sampled_from(["set", "frozenset", "dict"]))
+def test_keys_sharing_a_hash_decode_up_to_the_limit(n, tag):
+    keys = [k * M61 for k in range(1, n + 1)]
+    text = json.dumps(tagged(tag, [[k, 0] for k in keys] if tag == "dict" else keys))
+    if n > plaindata.MAX_SAME_HASH:
+        with pytest.raises(EncodingError, match="share a hash"):
+            plaindata.loads(text)
+    else:
+        assert plaindata.loads(text) == ({k: 0 for k in keys} if tag == "dict" else set(keys))
+
+
+def test_plain_values_within_the_limits_still_round_trip():
+    powers = {2**p for p in range(64 * 61)}  # 64 of them share each hash
+    big = math.factorial(10_000)  # 118,459 bits
+    widest = fractions.Fraction(10**4300 - 1, 10**4299 + 7)  # parts as long as JSON carries them
+    assert same(round_trip([powers, big, widest]), [powers, big, widest])

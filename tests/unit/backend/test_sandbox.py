@@ -120,6 +120,24 @@ HOSTILE = [
         "def f(x):\n    with open('$host_cwd/$marker', 'w') as fh:\n        fh.write('x')\n",
         "ok", "exception",
     ),
+    # The project's code regenerates every task from params.yaml in a fraction of a second, so an
+    # answer that could read either could look up its own reference: both must be out of sight.
+    hostile("reads the project's params.yaml", "def f(x):\n    return open('$repo/params.yaml').read()\n",
+            "ok", "exception"),
+    hostile(
+        "imports the project's task generator",
+        """
+        def f(x):
+            import sweetflow.backend.tasks.procedural
+            return 1
+        """,
+        "ok", "exception",
+    ),
+    hostile(
+        "lists the project directory",
+        "import os\ndef f(x):\n    return 1 if os.listdir('$repo') else 0\n",
+        "ok", None,
+    ),
     hostile(
         "huge file in its own working directory",
         "def f(x):\n    with open('$marker', 'wb') as fh:\n        fh.write(bytes(64 << 20))\n",

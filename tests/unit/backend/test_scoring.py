@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import polars as pl
 import pytest
@@ -99,6 +100,25 @@ def test_wrong_answers_score_the_fraction_of_tests_they_pass(sandbox):
     assert [s.tests_passed for s in scores] == [1.0, 0.5, 1.0, 0.0]
     assert [s.success for s in scores] == [True, False, True, False]
     assert scores[3].status == "compile_error"
+
+
+# An answer that swaps the child's encoder for one that writes 1 MB of ints sharing a hash: decoding
+# them cost the host 9 s of CPU, outside every timeout.
+HASH_FLOOD = """
+import json, sys
+_flood = json.dumps({"__t": "set", "v": [k * (2**61 - 1) for k in range(1, 40_001)]}, separators=(",", ":"))
+sys.modules["sweetflow.backend.sandbox.plaindata"].dumps = lambda value: _flood
+def f(x):
+    return {x}
+"""
+
+
+def test_an_output_crafted_to_flood_the_hosts_sets_fails_its_test_at_once(sandbox):
+    (check,) = check_references([task("def f(x):\n    return {x}", ["f(1)"])], sandbox)
+    started = time.process_time()
+    (score,) = score_answers([HASH_FLOOD], [check.expected], [["f(1)"]], sandbox)
+    assert score.passed == [False] and score.status == "ok"
+    assert time.process_time() - started < 2  # the host's CPU: the sandbox's children are not counted
 
 
 def test_extract_code_takes_the_first_fenced_block():

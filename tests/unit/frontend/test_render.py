@@ -4,6 +4,7 @@ stylesheet or the rules each uses), placeholders, blocking, faults."""
 from __future__ import annotations
 
 import io
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -236,3 +237,63 @@ def test_render_pool_needs_its_files(tmp_path):
         RenderPool(render_params(tailwind_css=tmp_path / "missing.css")).start()
     with pytest.raises(FileNotFoundError, match="Chromium not found"):
         RenderPool(render_params(chromium=tmp_path / "chromium")).start()
+
+
+# A page that opens a popup whose timer keeps rewriting whatever document its opener shows next.
+POPUP_ATTACK = """<html><body><script>
+const w = window.open('about:blank');
+if (w) {
+  w.eval(`setInterval(() => { try { opener.document.body.innerHTML = '<h1 style="font-size:200px">OWNED</h1>';
+    opener.document.body.style.background = 'red'; } catch (e) {} }, 5)`);
+}
+setInterval(() => { document.body.style.background = 'red'; }, 5);
+</script><p>attacker</p></body></html>"""
+
+
+def test_a_page_cannot_reach_the_pages_rendered_after_it():
+    honest = [f"<html><body class='p-8'><h1 class='text-4xl text-green-500'>page {i}</h1>"
+              f"<div class='h-64 bg-gray-100'></div></body></html>" for i in range(5)]  # fmt: skip
+    with RenderPool(render_params(pages=1, timeout_s=TIMEOUT_S)) as alone:
+        expected = [alone.render(page) for page in honest]
+    with RenderPool(render_params(pages=1, timeout_s=TIMEOUT_S)) as shared:
+        assert shared.render(POPUP_ATTACK) is not None
+        time.sleep(0.2)  # the attacker's timers would run now, between renders
+        after = [shared.render(page) for page in honest]
+    assert after == expected
+
+
+def test_no_packet_leaves_the_browser_by_webrtc_or_http():
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    udp.settimeout(0.1)
+    tcp = socket.create_server(("127.0.0.1", 0))
+    tcp.settimeout(0.1)
+    udp_port, tcp_port = udp.getsockname()[1], tcp.getsockname()[1]
+    page = f"""<html><body><script>
+    for (const url of ['stun:127.0.0.1:{udp_port}', 'turn:127.0.0.1:{udp_port}']) {{
+      const pc = new RTCPeerConnection({{iceServers: [{{urls: url, username: 'u', credential: 'c'}}]}});
+      pc.createDataChannel('x');
+      pc.createOffer().then((offer) => pc.setLocalDescription(offer));
+    }}
+    fetch('http://127.0.0.1:{tcp_port}/leak').catch(() => {{}});
+    new Image().src = 'http://127.0.0.1:{tcp_port}/leak.png';
+    </script><p>probe</p></body></html>"""
+    try:
+        with RenderPool(render_params(pages=1, timeout_s=TIMEOUT_S)) as pool:
+            assert "network-namespace" in pool.isolation
+            assert pool.render(page) is not None
+            deadline = time.monotonic() + 2.0  # ICE gathering runs on after the screenshot
+            received = []
+            while time.monotonic() < deadline:
+                try:
+                    received.append(udp.recvfrom(2048))
+                except TimeoutError:
+                    pass
+                try:
+                    received.append(tcp.accept())
+                except TimeoutError:
+                    pass
+    finally:
+        udp.close()
+        tcp.close()
+    assert received == []

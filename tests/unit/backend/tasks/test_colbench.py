@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sweetflow.backend.tasks.colbench import read_backend_jsonl, to_official_row, write_backend_jsonl
+from sweetflow.backend.tasks.colbench import read_backend_jsonl, signature_of, to_official_row, write_backend_jsonl
 from sweetflow.inputs import ImportRowError
 from tests.support.project import SAMPLE
 
@@ -77,3 +79,30 @@ def test_real_rows_import_with_their_signatures():
     assert all(t["function_name"] and t["signature"].startswith(f"def {t['function_name']}") for t in tasks)
     assert all(len(t["test_cases"]) >= 1 for t in tasks)
     assert len({t["task_id"] for t in tasks}) == 100
+
+
+# --- the signature a description ends with: the regex it replaces is the reference -------------------
+
+OLD_SIGNATURE_RE = re.compile(r"(def\s+\w+\s*\(.*?\))\s*:?\s*$", re.S)
+PIECES = ["def", "def ", " ", "\n", "\t", "\u00a0", "f", "price", "_n1", "é", "(", ")", ":", ",", "=", "->", "x", "."]
+descriptions = st.lists(st.sampled_from(PIECES), max_size=30).map("".join) | st.text(max_size=40)
+
+
+@given(descriptions)
+def test_signature_is_what_the_regex_found(description):
+    match = OLD_SIGNATURE_RE.search(description.strip())
+    assert signature_of(description) == (match.group(1) if match else None)
+
+
+def test_real_rows_keep_the_signature_the_regex_found():
+    for line in (SAMPLE / "backend_test_first100.jsonl").read_text().splitlines():
+        description = json.loads(line)["problem_description"]
+        match = OLD_SIGNATURE_RE.search(description.strip())
+        assert signature_of(description) == (match.group(1) if match else None)
+
+
+@pytest.mark.parametrize("description", ["def a(" * 40_000, "def a(" * 40_000 + ")", "def " + "a" * 240_000 + ")"])
+def test_a_crafted_description_is_read_in_linear_time(description):
+    started = time.process_time()
+    signature_of(description)
+    assert time.process_time() - started < 2  # the regex took 29 s on the first; linear: milliseconds

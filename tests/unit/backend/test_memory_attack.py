@@ -1,0 +1,110 @@
+"""An answer that never names its task's reference, but looks for it in its own memory.
+
+A sandbox child is forked from a pre-warmed worker, so it inherits the worker's heap, and with it
+the bytes of every job the worker read before, freed or not. This answer reads /proc/self/maps,
+copies each anonymous readable region with ctypes, finds `def <name>(` of a function other than
+itself, runs that and returns what it returns. Within one pool that has just run the references it
+finds some of them (the attack is real); `sweetflow score` runs references and answers in separate
+pools, so there it finds nothing and scores 0.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sweetflow.backend.sandbox.pool import Sandbox
+from sweetflow.backend.scoring import check_references, score_answers
+from sweetflow.backend.tasks.colbench import task_from_row
+from sweetflow.params import RenderParams, SimilarityParams
+from sweetflow.scorefile import score_file
+from tests.support.params import render_params, sandbox_params, similarity_params
+from tests.support.project import ROOT
+
+SAMPLE = ROOT / "tests/data/colbench-sample/backend_test_first100.jsonl"
+ROWS = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:40]]
+
+SCRAPER = textwrap.dedent(
+    '''
+    import ctypes, json
+
+    MARK = "memory-scraper-" + "self"  # split, so that the marker is not in this source as one word
+    found = {}
+
+    def candidates(data, needle):
+        at = data.find(needle)
+        while at != -1:
+            raw = data[at:at + 20000].split(b"\\0")[0].decode("utf-8", "replace")
+            yield raw  # the code as a str object held it
+            end = 0
+            while True:  # the code as the JSON job line held it: up to the closing quote
+                end = raw.find('"', end + 1)
+                if end == -1 or raw[end - 1] != "\\\\":
+                    break
+            if end > 0:
+                try:
+                    yield json.loads('"' + raw[:end] + '"')
+                except ValueError:
+                    pass
+            at = data.find(needle, at + 1)
+
+    def search(name):
+        if name in found:
+            return found[name]
+        found[name] = None
+        needle = ("def " + name + "(").encode()
+        with open("/proc/self/maps") as maps:
+            regions = [line.split() for line in maps]
+        for fields in regions:
+            if fields[1][0] != "r" or len(fields) > 5 and fields[5] != "[heap]":
+                continue  # anonymous memory only: the interpreter's heap and arenas
+            lo, hi = (int(v, 16) for v in fields[0].split("-"))
+            try:
+                data = ctypes.string_at(lo, hi - lo)
+            except Exception:
+                continue
+            for code in candidates(data, needle):
+                if MARK in code or "memory-scraper-" in code:
+                    continue
+                space = {}
+                try:
+                    exec(code, space)
+                except BaseException:
+                    continue
+                if callable(space.get(name)):
+                    found[name] = space[name]
+                    return found[name]
+        return None
+
+    def NAME(*args, **kwargs):
+        fn = search("NAME")
+        return fn(*args, **kwargs) if fn else None
+    '''
+)
+
+
+def scraper(name: str) -> str:
+    return SCRAPER.replace("NAME", name)
+
+
+def test_in_one_pool_after_the_references_the_scraper_finds_some_of_them():
+    tasks = [task_from_row(r) for r in ROWS]
+    with Sandbox(sandbox_params(workers=1)) as sandbox:
+        expected = [c.expected for c in check_references(tasks, sandbox)]
+        scores = score_answers([scraper(t["function_name"]) for t in tasks], expected,
+                               [t["test_cases"] for t in tasks], sandbox)  # fmt: skip
+    assert sum(s.success for s in scores) > 0  # why references and answers must not share a pool
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sweetflow_score_keeps_references_out_of_the_answers_pool(tmp_path: Path, workers: int):
+    rows = tmp_path / "trajectories.jsonl"
+    rows.write_text("".join(json.dumps({"task": r, "answer": scraper(task_from_row(r)["function_name"])}) + "\n"
+                            for r in ROWS))  # fmt: skip
+    render: RenderParams = render_params()
+    similarity: SimilarityParams = similarity_params()
+    summary = score_file(rows, "backend", None, sandbox_params(workers=workers), render, similarity)
+    assert summary["count"] == len(ROWS) and summary["success_rate"] == 0.0

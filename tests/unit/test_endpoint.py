@@ -1,0 +1,69 @@
+"""A dead endpoint: each request fails after (max_retries + 1) x timeout_s plus the backoff, as
+EndpointParams says, and the settings the README documents give up on one in minutes."""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+
+import pytest
+import yaml
+
+from sweetflow.endpoint import ChatClient, EndpointError
+from sweetflow.params import EndpointParams
+from tests.support.params import endpoint_params
+from tests.support.project import ROOT
+
+
+def worst_case_s(endpoint: EndpointParams) -> float:
+    """What EndpointParams' descriptions promise for an endpoint that never answers."""
+    backoff = sum(min(0.5 * 2**i, 8.0) for i in range(endpoint.max_retries))
+    return (endpoint.max_retries + 1) * endpoint.timeout_s + backoff
+
+
+def endpoints_in(node: object) -> list[dict]:
+    if not isinstance(node, dict):
+        return []
+    found = [node["endpoint"]] if isinstance(node.get("endpoint"), dict) else []
+    return found + [e for value in node.values() for e in endpoints_in(value)]
+
+
+def test_the_documented_endpoints_give_up_on_a_dead_one_in_minutes():
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    documented = [EndpointParams(**e) for block in blocks for e in endpoints_in(yaml.safe_load(block))]
+    assert len(documented) >= 2
+    assert all(worst_case_s(e) <= 5 * 60 for e in documented), [worst_case_s(e) for e in documented]
+
+
+@pytest.fixture
+def silent_server():
+    """A server that accepts connections and never answers; yields its URL and the connections made."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+
+    def accept():
+        while True:
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:  # closed at teardown
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1", accepted
+    listener.close()
+    for conn in accepted:
+        conn.close()
+
+
+def test_a_dead_endpoint_costs_what_the_description_says(silent_server):
+    base_url, accepted = silent_server
+    endpoint = endpoint_params(base_url=base_url, timeout_s=0.3, max_retries=2)
+    started = time.monotonic()
+    with pytest.raises(EndpointError, match="APITimeoutError"):
+        ChatClient(endpoint).complete([{"role": "user", "content": "hello?"}], temperature=0)
+    elapsed = time.monotonic() - started
+    assert len(accepted) == endpoint.max_retries + 1
+    # The backoff has up to 25% jitter off; the attempts' own overhead is a few milliseconds each.
+    assert 0.75 * worst_case_s(endpoint) <= elapsed <= worst_case_s(endpoint) + 1, elapsed
