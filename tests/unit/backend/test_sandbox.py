@@ -134,8 +134,9 @@ HOSTILE = [
         "ok", "exception",
     ),
     hostile(
+        # What may show is only the path back to a venv inside the project (its site-packages).
         "lists the project directory",
-        "import os\ndef f(x):\n    return 1 if os.listdir('$repo') else 0\n",
+        "import os\ndef f(x):\n    return 1 if {'params.yaml', 'sweetflow', 'data'} & set(os.listdir('$repo')) else 0\n",
         "ok", None,
     ),
     hostile(
