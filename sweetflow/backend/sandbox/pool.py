@@ -8,7 +8,7 @@ wall-clock bound by the worker, and a worker that dies is replaced; nothing an a
 the caller down. Outputs come back as plain-data JSON text (`sweetflow.backend.sandbox.plaindata`).
 
 As root the children see the interpreter, the standard library and site-packages, and nothing of
-the project, the caller's working directory or the home directories. A child inherits its worker's
+the project, the caller's working directory, the home directories or any process but their own. A child inherits its worker's
 heap, where earlier jobs' source lingers: a pool that checks references never scores answers.
 """
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 # Layers that only a root worker can set up; without them the sandbox still runs, with a warning.
-ROOT_LAYERS = ("no-network", "private-tmp", "unprivileged-uid", "hidden-project")
+ROOT_LAYERS = ("no-network", "private-tmp", "unprivileged-uid", "hidden-project", "hidden-processes")
 
 
 @dataclass(frozen=True)

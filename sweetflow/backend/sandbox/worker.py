@@ -4,7 +4,7 @@ Started by `sweetflow.backend.sandbox.pool.Sandbox` with a scrubbed environment.
 it enters new network and mount namespaces (no network at all, private tmpfs over every
 world-writable directory, and over the project, the caller's working directory and the home
 directories: the answer sees the interpreter, the standard library and site-packages, nothing of
-ours). It then reads jobs from stdin and, for each, forks a child that:
+ours; a procfs in which it sees no process but its own). It then reads jobs from stdin and, for each, forks a child that:
 starts its own session, drops to a fresh unprivileged uid, applies resource limits, closes every
 inherited descriptor, runs in an empty working directory, executes the answer and then each test
 call under a per-call alarm, and streams one JSON line per call to a pipe. The worker enforces the
@@ -36,7 +36,7 @@ import operator, random, re, statistics, string, textwrap, typing, unicodedata  
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 0x1000, 0x4000, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 0x1000, 0x4000, 1 << 18
 WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue")
 HOME_DIRS = ("/home", "/root")
 ANSWER_NAME = "__answer__"
@@ -63,6 +63,10 @@ def _isolate() -> list[str]:
     hidden = [d for d in os.environ.get("SWEETFLOW_SANDBOX_HIDE", "").split(os.pathsep) if d]
     _cover_and_expose(libc, [*hidden, *HOME_DIRS])
     layers += ["private-tmp", "unprivileged-uid", "hidden-project"]
+    # A procfs of our own in which an unprivileged uid sees only its own processes: the child sees
+    # no other process or command line, while we (root) still see, and kill, all of its.
+    _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible")
+    layers.append("hidden-processes")
     return layers
 
 

@@ -139,6 +139,17 @@ HOSTILE = [
         "import os\ndef f(x):\n    return 1 if {'params.yaml', 'sweetflow', 'data'} & set(os.listdir('$repo')) else 0\n",
         "ok", None,
     ),
+    # Other processes and their command lines (a stage's own names its task files): none in sight.
+    hostile(
+        "lists the host's processes",
+        "import os\ndef f(x):\n    return 1 if [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()] else 0\n",
+        "ok", None,
+    ),
+    hostile(
+        "reads the worker's command line",
+        "import os\ndef f(x):\n    return 1 if open(f'/proc/{os.getppid()}/cmdline').read() else 0\n",
+        "ok", "exception",
+    ),
     hostile(
         "huge file in its own working directory",
         "def f(x):\n    with open('$marker', 'wb') as fh:\n        fh.write(bytes(64 << 20))\n",
