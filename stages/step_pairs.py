@@ -1,8 +1,9 @@
 """Stage `step_pairs@<domain>-<critic>`: step-level preference pairs from ranked candidates (docs/algorithm.md, step 6).
 
 `python -m stages.step_pairs DOMAIN CRITIC` reads params `step_pairs` and
-`data/DOMAIN/ranked/CRITIC/`; per state it draws `num_pairs` (chosen from the top half, rejected
-from the bottom half) pairs with a strict score gap (`sweetflow.rl.pairs.step_pairs`). Writes
+`data/DOMAIN/ranked/CRITIC/`; it pairs candidates of the top half of a state against its bottom half
+with a strict score gap, `num_pairs` per state drawn uniformly (`rule: halves`, the paper) or where
+the critic's gaps are largest (`largest_gaps`) (`sweetflow.rl.pairs.step_pairs`). Writes
 `data/DOMAIN/step_pairs/CRITIC/pairs.parquet` and `reports/DOMAIN/stages/step_pairs/CRITIC/metrics.json`.
 """
 
@@ -26,7 +27,7 @@ def main() -> None:
     ranked = pl.read_parquet(ranked_file)
     with stage_output(paths.step_pairs(domain, name), stage.name, {"step_pairs": p}, [ranked_file],
                       p.seed, paths.stage_metrics(domain, "step_pairs", name)) as out:  # fmt: skip
-        pairs = step_pairs(ranked, p.num_pairs, p.seed)
+        pairs = step_pairs(ranked, p.num_pairs, p.seed, p.rule, p.max_per_state)
         pairs.write_parquet(out.dir / "pairs.parquet")
         gap = pairs["chosen_score"] - pairs["rejected_score"]
         out.metrics.update(

@@ -315,8 +315,14 @@ class RankParams(Section):
 class StepPairsParams(Section):
     """Step-level pairs from ranked candidates (stage `step_pairs@<domain>-<critic>`, SWEET-RL step 6)."""
 
-    num_pairs: int = Field(ge=1, description="Pairs drawn per state: chosen from the top half, rejected from the bottom (official: 4).")
-    seed: int = Field(description="Seed of the draws.")
+    rule: Literal["halves", "largest_gaps"] = Field(
+        description="'halves' (the paper): per state, `num_pairs` pairs drawn uniformly, chosen from the top half and "
+        "rejected from the bottom; 'largest_gaps': as many pairs in all, the (top, bottom) combinations with the "
+        "largest critic score gaps over every state, at most `max_per_state` from one."
+    )
+    num_pairs: int = Field(ge=1, description="Pairs per state (official: 4); for largest_gaps, per state on average.")
+    max_per_state: int = Field(ge=1, description="largest_gaps: at most this many pairs from one state.")
+    seed: int = Field(description="Seed of the draws (halves).")
 
 
 class CriticCheckParams(Section):

@@ -144,6 +144,43 @@ def test_step_pairs_by_hand():
     assert step_pairs(candidates({"s": [0.1, 0.9, 0.5, -0.3]}), num_pairs=9, seed=0).height == 4  # at most all
 
 
+def test_largest_gaps_keeps_as_many_pairs_as_halves_where_the_critic_is_surest():
+    # State s: best first 1 (0.9), 2 (0.5) | 0 (0.1), 3 (−0.3): gaps 1.2, 0.8, 0.8, 0.4.
+    # State t: best first 1 (0.2) | 0 (0.1): gap 0.1. Budget: 1 pair a state, 2 in all.
+    table = candidates({"s": [0.1, 0.9, 0.5, -0.3], "t": [0.1, 0.2]})
+    result = step_pairs(table, num_pairs=1, seed=0, rule="largest_gaps", max_per_state=8)
+    assert result.select("state_id", "chosen", "rejected").rows() == [("s", 1, 0), ("s", 1, 3)]  # 1.2, then 0.8 by index
+    capped = step_pairs(table, num_pairs=1, seed=0, rule="largest_gaps", max_per_state=1)
+    assert capped.select("state_id", "chosen", "rejected").rows() == [("s", 1, 3), ("t", 1, 0)]
+    assert step_pairs(table, num_pairs=1, seed=7, rule="largest_gaps").equals(result)  # nothing drawn
+    with pytest.raises(ValueError, match="rule"):
+        step_pairs(table, num_pairs=1, seed=0, rule="random")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.dictionaries(st.text("abc", min_size=1, max_size=3),
+                    st.lists(st.floats(-10, 10, allow_nan=False), min_size=2, max_size=16), min_size=1, max_size=5),
+    st.integers(1, 6), st.integers(1, 10),
+)  # fmt: skip
+def test_largest_gaps_takes_the_largest_gaps_of_the_halves_combinations(scores_by_state, num_pairs, cap):
+    table = candidates(scores_by_state)
+    every = step_pairs(table, num_pairs=10_000, seed=0)  # halves with no limit: every combination
+    chosen = step_pairs(table, num_pairs, seed=0, rule="largest_gaps", max_per_state=cap)
+    assert chosen.join(every, on=["state_id", "chosen", "rejected"], how="anti").is_empty()  # a subset
+    assert chosen.height <= num_pairs * len(scores_by_state)
+    assert chosen.group_by("state_id").len()["len"].max() <= cap if chosen.height else True
+    gaps = lambda f: (f["chosen_score"] - f["rejected_score"]).to_list()  # noqa: E731
+    left = every.join(chosen, on=["state_id", "chosen", "rejected"], how="anti")
+    full = {s for s, n in chosen.group_by("state_id").len().rows() if n >= cap}
+    # Whatever was left out had no larger gap than the smallest kept, unless its state was full.
+    open_left = left.filter(~pl.col("state_id").is_in(list(full)))
+    if chosen.height == num_pairs * len(scores_by_state) and open_left.height:
+        assert max(gaps(open_left)) <= min(gaps(chosen))
+    elif open_left.height:  # fewer kept than the budget: nothing was left out but for full states
+        assert False, "pairs were left out although the budget was not spent"
+
+
 def test_odd_counts_leave_the_median_out_and_ties_give_no_pair():
     # 5 candidates, best first: 4 (5), 3 (4) | 2 (3, the median, in neither half) | 1 (2), 0 (1).
     result = step_pairs(candidates({"s": [1.0, 2.0, 3.0, 4.0, 5.0]}), num_pairs=10, seed=0)
