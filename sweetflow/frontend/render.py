@@ -1,13 +1,18 @@
 """HTML pages to PNG screenshots on headless Chromium, fully offline and deterministic.
 
-`RenderPool` keeps one browser and renders up to `pages` HTML strings at once, each in a browser
-context of its own that is closed, with every page, popup, timer and worker it holds, as soon as its
-screenshot is taken: nothing one page does can reach a later one. The browser runs in an empty
+`RenderPool` keeps one browser and `pages` reusable pages, each in its own browser context, and
+renders many HTML strings concurrently. Nothing one page does can reach a later one: after each
+render every other page of its context (a popup) is closed, and a context that cannot be brought
+back to its one page is thrown away; the next render replaces the page's document (its scripts and
+timers stop) with one of another origin, which a popup that slipped through could not touch; idle
+pages go to about:blank after each batch. (A fresh context per render would do the same at three
+times the cost: a new renderer process each time.) The browser runs in an empty
 network namespace where the system allows one (root, or unprivileged user namespaces): no packet
 leaves it by any channel, WebRTC included. Every request a page makes is also intercepted:
 
-- the page itself is served from a fixed made-up origin (`PAGE_URL`), so relative URLs stay inside
-  it and are blocked like everything else;
+- the page itself is served from a made-up origin named after its content (`page_url`), so
+  relative URLs stay inside it and are blocked like everything else, and two different pages never
+  share an origin: what one page left running cannot read or write the next;
 - Tailwind CSS 2.2.19 from any CDN (any `tailwind*.css` under a `tailwindcss@2.2.19/` or
   `tailwindcss/2.2.19/` path) is answered from the local copy of the npm package's
   `dist/tailwind.min.css`, by default only the rules the page can use (`sweetflow.frontend.tailwind`);
@@ -31,6 +36,7 @@ whole browser is relaunched if it died), and the pool keeps serving.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import logging
 import re
@@ -58,7 +64,11 @@ from sweetflow.params import RenderParams
 
 log = logging.getLogger(__name__)
 
-PAGE_URL = "http://page.sweetflow.invalid/"
+def page_url(html: str) -> str:
+    """Where a page is served from: an origin of its own, the same for the same HTML (so the same
+    page renders the same), unguessable from any other page."""
+    return f"http://page-{hashlib.sha256(html.encode()).hexdigest()[:32]}.sweetflow.invalid/"
+
 FIXED_TIME = "2024-01-01T12:00:00Z"
 # mulberry32 with a fixed seed, installed before any script of the page runs.
 SEEDED_RANDOM_JS = """(() => {
@@ -153,7 +163,7 @@ def is_tailwind_2_2_19(url: str) -> bool:
 
 @dataclass
 class _Slot:
-    """One render: its page in a browser context of its own."""
+    """One reusable page in its own browser context (so a broken one is thrown away alone)."""
 
     html: str = ""
     context: BrowserContext | None = None
@@ -275,6 +285,7 @@ class RenderPool:
         with tqdm(total=len(futures), desc=desc, unit="page", disable=desc is None) as bar:
             for _ in as_completed(futures):
                 bar.update()
+        self._call(self._blank_idle_pages())
         return [f.result() for f in futures]
 
     # -- the event loop's side ------------------------------------------------------------------
@@ -316,21 +327,54 @@ class RenderPool:
                 await self._ready(slot)
             slot.html = html
             try:
-                png = await asyncio.wait_for(self._shoot(slot.page), self.params.timeout_s)
+                png = await asyncio.wait_for(self._shoot(slot), self.params.timeout_s)
             except (TimeoutError, PlaywrightError) as e:
                 timeout = isinstance(e, (TimeoutError, PlaywrightTimeout))
                 kind = "crashes" if slot.crashed else "timeouts" if timeout else "errors"
                 self.stats[kind] += 1
+                await self._discard(slot)
                 return None
             self.stats["rendered"] += 1
             return png
         finally:
-            # The context goes with its render: a popup, timer or worker the page started dies here.
-            await self._discard(slot)
+            await self._reset(slot)
             self._free.put_nowait(slot)
 
-    async def _shoot(self, page: Page) -> bytes:
-        await page.goto(PAGE_URL, wait_until="commit")
+    async def _reset(self, slot: _Slot) -> None:
+        """Close every page of the slot's context but its own, or throw the context away: a popup
+        keeps running after its opener moves on, and its opener's next document is the next
+        render's page."""
+        if slot.page is None:
+            return
+        try:
+            for page in slot.context.pages:
+                if page is not slot.page:
+                    await asyncio.wait_for(page.close(), CLOSE_TIMEOUT_S)
+            clean = slot.context.pages == [slot.page]
+        except (TimeoutError, PlaywrightError):
+            clean = False
+        if not clean:
+            await self._discard(slot)
+
+    async def _blank_idle_pages(self) -> None:
+        """Navigate the idle pages to about:blank: the last page's scripts (an animation, a timer)
+        must not keep running while the pool waits for its next batch."""
+        idle = [self._free.get_nowait() for _ in range(self._free.qsize())]
+        try:
+            await asyncio.gather(*(self._blank(slot) for slot in idle if slot.page is not None))
+        finally:
+            for slot in idle:
+                self._free.put_nowait(slot)
+
+    async def _blank(self, slot: _Slot) -> None:
+        try:
+            await asyncio.wait_for(slot.page.goto("about:blank"), CLOSE_TIMEOUT_S)
+        except (TimeoutError, PlaywrightError):
+            await self._discard(slot)
+
+    async def _shoot(self, slot: _Slot) -> bytes:
+        page = slot.page
+        await page.goto(page_url(slot.html), wait_until="commit")
         await page.evaluate(SETTLE_JS)
         clip = {"x": 0, "y": 0, "width": self.params.viewport_width, "height": self.params.max_height}
         # With full_page, the clip is cut to the document: viewport width, page height up to the cap.
@@ -338,6 +382,9 @@ class RenderPool:
 
     async def _ready(self, slot: _Slot) -> None:
         browser, generation = await self._live_browser()
+        if slot.page is not None and slot.generation == generation and not slot.page.is_closed():
+            return
+        await self._discard(slot)
         context = await browser.new_context(
             viewport={"width": self.params.viewport_width, "height": self.params.viewport_height},
             device_scale_factor=1,
@@ -378,7 +425,7 @@ class RenderPool:
     async def _answer(self, route: Route, slot: _Slot) -> None:
         url = route.request.url
         try:
-            if url == PAGE_URL:
+            if url == page_url(slot.html):
                 await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=slot.html)
             elif is_tailwind_2_2_19(url):
                 self.stats["tailwind_served"] += 1
