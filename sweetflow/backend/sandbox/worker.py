@@ -64,8 +64,12 @@ def _isolate() -> list[str]:
     _cover_and_expose(libc, [*hidden, *HOME_DIRS])
     layers += ["private-tmp", "unprivileged-uid", "hidden-project"]
     # A procfs of our own in which an unprivileged uid sees only its own processes: the child sees
-    # no other process or command line, while we (root) still see, and kill, all of its.
-    _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible")
+    # no other process or command line, while we (root) still see, and kill, all of its. A container
+    # whose /proc has masked parts refuses a new one: the pool then warns that this layer is missing.
+    try:
+        _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible")
+    except OSError:
+        return layers
     layers.append("hidden-processes")
     return layers
 
