@@ -95,6 +95,11 @@ class TasksParams(Section):
         "'llm': have an LLM write them from a local corpus (see `llm`)."
     )
     seed: int = Field(description="Seed of the procedural generator.")
+    test_seed: int | None = Field(
+        description="Seed of the procedural test split alone; null: `seed`. Another value draws fresh test tasks beside "
+        "the same training and validation tasks, so `dvc exp run -S <domain>.tasks.test_seed=1` reruns only the "
+        "evaluations, of the same checkpoints."
+    )
     n_train: int = Field(ge=0, le=10_000, description="Training tasks to generate (procedural or llm; procedural capacity 10,000).")
     n_test: int = Field(ge=1, le=1_000, description="Test tasks to generate (procedural or llm; procedural capacity 1,000).")
     n_val: int = Field(ge=0, le=2_000, description=VAL_DESCRIPTION)
@@ -112,6 +117,8 @@ class TasksParams(Section):
             raise ValueError("source 'colbench' needs colbench_test (path to the official backend test JSONL)")
         if self.source == "llm" and self.llm is None:
             raise ValueError("source 'llm' needs llm (endpoint and corpus)")
+        if self.source != "procedural" and self.test_seed is not None:
+            raise ValueError(f"test_seed draws procedural test tasks: source '{self.source}' has none to draw")
         return self
 
 
@@ -463,6 +470,11 @@ class FrontendTasksParams(Section):
         "frontend JSONL files (problem_description, ground_truth)."
     )
     seed: int = Field(description="Seed of the procedural generator.")
+    test_seed: int | None = Field(
+        description="Seed of the procedural test split alone; null: `seed`. Another value draws fresh test tasks beside "
+        "the same training and validation tasks, so `dvc exp run -S <domain>.tasks.test_seed=1` reruns only the "
+        "evaluations, of the same checkpoints."
+    )
     n_train: int = Field(
         ge=0, le=10_000,
         description="Training tasks to generate (procedural capacity 10,000); needed when the frontend is in train_domains.",
@@ -477,6 +489,8 @@ class FrontendTasksParams(Section):
     def _colbench_needs_test_file(self) -> "FrontendTasksParams":
         if self.source == "colbench" and self.colbench_test is None:
             raise ValueError("source 'colbench' needs colbench_test (path to the official frontend test JSONL)")
+        if self.source != "procedural" and self.test_seed is not None:
+            raise ValueError(f"test_seed draws procedural test tasks: source '{self.source}' has none to draw")
         return self
 
 

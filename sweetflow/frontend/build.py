@@ -17,7 +17,9 @@ def build_tasks(params: Params) -> TaskSet:
     task's reference."""
     p = params.frontend
     if p.tasks.source == "procedural":
-        train, test = generate_frontend_tasks(p.tasks.n_train + p.tasks.n_val, p.tasks.n_test, p.tasks.seed, progress=True)
+        train, test = generate_frontend_tasks(
+            p.tasks.n_train + p.tasks.n_val, p.tasks.n_test, p.tasks.seed, progress=True, test_seed=p.tasks.test_seed
+        )
         inputs = []
     else:
         test = read_frontend_jsonl(p.tasks.colbench_test, limit=p.tasks.colbench_test_rows)

@@ -44,13 +44,19 @@ CHECKED_FRONTEND_SCHEMA = pl.Schema(
 )
 
 
-def generate_frontend_tasks(n_train: int, n_test: int, seed: int, progress: bool = False) -> tuple[list[dict], list[dict]]:
+def generate_frontend_tasks(
+    n_train: int, n_test: int, seed: int, progress: bool = False, test_seed: int | None = None
+) -> tuple[list[dict], list[dict]]:
     """(train, test) task records, deterministic for a seed, with no page twice in or across splits.
-    The test split is drawn first from its own stream, so it does not depend on n_train."""
+    The test split is drawn first from its own stream, so it does not depend on n_train. `test_seed`
+    (default `seed`) draws another test split, distinct from the default one, beside the same training pages."""
     seen: set[str] = set()
-    with tqdm(total=n_train + n_test, desc="generating frontend tasks", disable=not progress) as bar:
+    redraw = test_seed is not None and test_seed != seed
+    with tqdm(total=n_train + n_test * (1 + redraw), desc="generating frontend tasks", disable=not progress) as bar:
         test = _generate_split(n_test, random.Random(f"{seed}:frontend:test"), seen, bar.update)
         train = _generate_split(n_train, random.Random(f"{seed}:frontend:train"), seen, bar.update)
+        if redraw:  # last, so that the training pages stay exactly as they are
+            test = _generate_split(n_test, random.Random(f"{test_seed}:frontend:test"), seen, bar.update)
     return train, test
 
 

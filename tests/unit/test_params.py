@@ -108,6 +108,13 @@ def test_colbench_source_needs_its_file(tmp_path):
         load_params(write(tmp_path, {"backend": {"tasks": {"source": "colbench"}}}))
 
 
+@pytest.mark.parametrize("domain", ["backend", "frontend"])
+def test_a_test_seed_needs_procedural_tasks(tmp_path, domain):
+    tasks = {"source": "colbench", "colbench_test": "y.jsonl", "test_seed": 1}
+    with pytest.raises(ParamsError, match=f"{domain}.tasks.*test_seed draws procedural test tasks"):
+        load_params(write(tmp_path, {domain: {"tasks": tasks}}))
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(min_value=10_001, max_value=10**9))
 def test_capacity_bounds_are_enforced(tmp_path, n):

@@ -39,7 +39,9 @@ def build_tasks(params: Params) -> TaskSet:
 def load_tasks(p: TasksParams, sandbox: Sandbox, metrics: dict) -> tuple[list[dict], list[dict], list[Path]]:
     """(train, test, input files) from the source the params name; train still holds the validation tasks."""
     if p.source == "procedural":
-        train, test = procedural.generate_tasks(p.n_train + p.n_val, p.n_test, p.seed, p.families, progress=True)
+        train, test = procedural.generate_tasks(
+            p.n_train + p.n_val, p.n_test, p.seed, p.families, progress=True, test_seed=p.test_seed
+        )
         return train, test, []
     if p.source == "colbench":
         test = colbench.read_backend_jsonl(p.colbench_test, limit=p.colbench_test_rows)

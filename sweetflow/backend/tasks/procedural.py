@@ -69,19 +69,25 @@ def _same_output(a: object, b: object) -> bool:
 
 
 def generate_tasks(
-    n_train: int, n_test: int, seed: int, families: list[str] | None = None, progress: bool = False
+    n_train: int, n_test: int, seed: int, families: list[str] | None = None, progress: bool = False,
+    test_seed: int | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """Return (train, test) task records, deterministic for a given seed.
 
     No task appears in both splits and there are no duplicates within a split (compared on the
     reference). Families take turns in a shuffled order, so each split holds them evenly.
+    `test_seed` (default: `seed`) draws another test split, distinct from the default one, beside
+    exactly the same training tasks.
     """
     chosen = _select_families(families)
     seen_references: set[str] = set()
-    with tqdm(total=n_train + n_test, desc="generating tasks", disable=not progress) as bar:
+    redraw = test_seed is not None and test_seed != seed
+    with tqdm(total=n_train + n_test * (1 + redraw), desc="generating tasks", disable=not progress) as bar:
         # The test split comes first from its own stream, so it does not depend on n_train.
         test = _generate_split(n_test, random.Random(f"{seed}:test"), chosen, seen_references, bar.update)
         train = _generate_split(n_train, random.Random(f"{seed}:train"), chosen, seen_references, bar.update)
+        if redraw:  # last, so that the training tasks stay exactly as they are
+            test = _generate_split(n_test, random.Random(f"{test_seed}:test"), chosen, seen_references, bar.update)
     return train, test
 
 

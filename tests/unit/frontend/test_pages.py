@@ -25,6 +25,14 @@ def test_same_seed_same_tasks_and_test_split_does_not_depend_on_train_size():
     assert generate_frontend_tasks(30, 10, seed=5)[1] != test
 
 
+def test_another_test_seed_draws_fresh_pages_beside_the_same_training_pages():
+    train, test = generate_frontend_tasks(30, 10, seed=4)
+    same_train, other_test = generate_frontend_tasks(30, 10, seed=4, test_seed=9)
+    assert same_train == train
+    assert not {t["ground_truth"] for t in other_test} & {t["ground_truth"] for t in test + train}
+    assert generate_frontend_tasks(30, 10, seed=4, test_seed=4) == (train, test)
+
+
 def test_pages_are_distinct_within_and_across_splits():
     train, test = generate_frontend_tasks(1000, 100, seed=0)
     pages = [t["ground_truth"] for t in train + test]

@@ -94,6 +94,17 @@ def test_different_seeds_give_different_tasks():
     assert [t["task_id"] for t in first[1]] != [t["task_id"] for t in second[1]]
 
 
+@settings(max_examples=10, deadline=None)
+@given(test_seed=st.integers(min_value=1, max_value=2**31))
+def test_another_test_seed_draws_fresh_test_tasks_beside_the_same_training_tasks(test_seed):
+    train, test = generate_tasks(60, 20, seed=0)
+    same_train, other_test = generate_tasks(60, 20, seed=0, test_seed=test_seed)
+    assert same_train == train
+    assert len(other_test) == 20
+    assert not {t["ground_truth"] for t in other_test} & {t["ground_truth"] for t in train + test}
+    assert generate_tasks(60, 20, seed=0, test_seed=0) == (train, test)
+
+
 def test_output_does_not_depend_on_string_hashing():
     script = (
         "import json; from sweetflow.backend.tasks.procedural import generate_tasks;"
