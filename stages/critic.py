@@ -72,6 +72,8 @@ def main() -> None:
         data, keys, dropped = trajectory_pair_data(
             tokenizer, tasks, trajectories, part, p.training_info, scoring, context_length(tokenizer, model.config)
         )
+        if p.nll_span == "dialogue" and data.sequences:
+            data = data.with_context_segment()
         ref = reference_segment_logps(model, data.sequences, p.batch_size, pad) if data.sequences else None
         return data, keys, dropped, ref
 
@@ -91,7 +93,7 @@ def main() -> None:
         "normalisation": "per turn" if p.per_turn else "per trajectory",
         **warmup,
     }
-    loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef)
+    loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef, p.nll_span, p.nll_mean)
     with live_report(paths.stage_report(domain, "critics", name)) as live:
         fitted = train_preference(
             model, train, ref, loss, p, engine, pad, live, f"critic {name}", (holdout, held_ref) if held_ref else None

@@ -76,6 +76,8 @@ def main() -> None:
             )
         if not pairs.pairs:
             raise InputError(f"{inputs[-1]}: no preference pair to train on")
+        if p.nll_span == "dialogue":
+            pairs = pairs.with_context_segment()
         ref = reference_segment_logps(base, pairs.sequences, p.batch_size, pad)
         data = {"train_pairs": len(pairs.pairs), "pairs_too_long": dropped, "train_tokens_per_epoch": pairs.tokens()}
         examples = None
@@ -93,7 +95,7 @@ def main() -> None:
             if p.method == "rft":
                 fitted = train_sft(model, examples, [], run, engine, pad, seed_live)
             else:
-                loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef)
+                loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef, p.nll_span, p.nll_mean)
                 fitted = train_preference(model, pairs, ref, loss, run, engine, pad, seed_live, f"{name} seed {seed}")
             if fitted.model is None:  # not the main process
                 continue

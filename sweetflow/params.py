@@ -269,7 +269,15 @@ class PreferenceParams(Section):
         description="Divide each segment's log-ratio by its token count (the critic's A(o_t, a_t, c); paper: on for "
         "the critic, off for the policy)."
     )
-    nll_coef: float = Field(ge=0, description="Weight of the NLL term on chosen responses (paper's policy: 0.01).")
+    nll_coef: float = Field(ge=0, description="Weight of the NLL term on the chosen side (paper's policy: 0.01).")
+    nll_span: Literal["response", "dialogue"] = Field(
+        description="Tokens the NLL term covers: 'response', the chosen responses only; 'dialogue', every token of the "
+        "chosen sequence, the dialogue so far included (the official SWEET-RL actor)."
+    )
+    nll_mean: Literal["token", "sequence"] = Field(
+        description="'token': mean over all covered tokens of a batch (TRL's sft term); 'sequence': each chosen "
+        "sequence's mean, then the mean over sequences (the official SWEET-RL actor)."
+    )
 
 
 class CriticParams(TrainerParams, PreferenceParams):

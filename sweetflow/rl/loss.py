@@ -6,6 +6,12 @@ All three are Bradley–Terry over sums of per-segment log-ratios:
     s     = Σ_k A_k                                              (one score per sequence)
     loss  = −log σ(β (s⁺ − s⁻))  +  nll_coef · NLL(chosen)
 
+NLL(chosen) covers the chosen responses and is averaged over their tokens (TRL's `sft` term), or,
+as the official SWEET-RL actor computes it, every token of each chosen sequence — the dialogue so
+far and the response — averaged per sequence and then over sequences (`nll_span="dialogue"`,
+`nll_mean="sequence"`). For the dialogue span the data carries one extra segment, the last, holding
+every token outside the responses (`PairData.with_context_segment`); it enters the NLL only.
+
 What a segment is decides which method this is (`sweetflow.rl.sequences`):
 - critic: one segment per agent turn of a trajectory, `c` in the prompt, length_normalize=True —
   the paper's A(o_t, a_t, c) summed over turns. (The official code instead divides the trajectory's
@@ -29,6 +35,7 @@ A training step, with the reference computed once beforehand:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -50,10 +57,19 @@ def bradley_terry_loss(chosen_scores: torch.Tensor, rejected_scores: torch.Tenso
     return -F.logsigmoid(beta * (chosen_scores - rejected_scores))
 
 
-def nll_loss(chosen_sums: torch.Tensor, chosen_counts: torch.Tensor) -> torch.Tensor:
-    """Mean negative log-likelihood over all chosen response tokens of the batch (token-weighted, as
-    TRL's `sft` loss term): keeps the chosen responses likely while DPO pushes the pair apart."""
-    return -chosen_sums.sum() / chosen_counts.sum().clamp(min=1)
+NllMean = Literal["token", "sequence"]
+NllSpan = Literal["response", "dialogue"]
+
+
+def nll_loss(chosen_sums: torch.Tensor, chosen_counts: torch.Tensor, mean: NllMean = "token") -> torch.Tensor:
+    """Negative log-likelihood of the chosen sequences' covered tokens ([P, K] sums and counts): keeps
+    the chosen side likely while the preference term pushes the pair apart. 'token': the mean over
+    every covered token of the batch, so long sequences weigh more (TRL's `sft` term); 'sequence':
+    each sequence's own mean, then the mean over sequences (the official SWEET-RL actor)."""
+    sums, counts = chosen_sums.sum(dim=1), chosen_counts.sum(dim=1)
+    if mean == "token":
+        return -sums.sum() / counts.sum().clamp(min=1)
+    return (-sums / counts.clamp(min=1)).mean()
 
 
 @dataclass
@@ -81,22 +97,29 @@ class PreferenceLoss(nn.Module):
     """Bradley–Terry on per-sequence sums of segment log-ratios, plus an NLL term on the chosen side.
 
     forward(policy_sums, ref_sums, counts), each [2P, K] from `segment_logp_sums`: rows [0, P) chosen,
-    rows [P, 2P) rejected. Paper values: β = 0.1; critic length_normalize=True, nll_coef=0; policy
-    length_normalize=False, nll_coef=0.01.
+    rows [P, 2P) rejected; with nll_span="dialogue" column K − 1 is the context segment. Paper
+    values: β = 0.1; critic length_normalize=True, nll_coef=0; policy length_normalize=False, nll_coef=0.01.
     """
 
-    def __init__(self, beta: float, length_normalize: bool, nll_coef: float = 0.0):
+    def __init__(
+        self, beta: float, length_normalize: bool, nll_coef: float = 0.0,
+        nll_span: NllSpan = "response", nll_mean: NllMean = "token",
+    ):  # fmt: skip
         super().__init__()
         self.beta, self.length_normalize, self.nll_coef = beta, length_normalize, nll_coef
+        self.nll_span, self.nll_mean = nll_span, nll_mean
 
     def forward(self, policy_sums: torch.Tensor, ref_sums: torch.Tensor, counts: torch.Tensor) -> PreferenceOutput:
         if policy_sums.shape[0] % 2:
             raise ValueError(f"a batch holds chosen then rejected rows: got an odd count, {policy_sums.shape[0]}")
-        scores = segment_scores(policy_sums, ref_sums, counts, self.length_normalize).sum(dim=1)
-        chosen, rejected = scores.chunk(2)
+        responses = slice(None, -1) if self.nll_span == "dialogue" else slice(None)
+        if policy_sums[:, responses].shape[1] == 0:
+            raise ValueError("nll_span 'dialogue' needs the context segment after the responses' (with_context_segment)")
+        scores = segment_scores(policy_sums[:, responses], ref_sums[:, responses], counts[:, responses], self.length_normalize)
+        chosen, rejected = scores.sum(dim=1).chunk(2)
         preference = bradley_terry_loss(chosen, rejected, self.beta).mean()
         pairs = chosen.shape[0]
-        nll = nll_loss(policy_sums[:pairs], counts[:pairs])
+        nll = nll_loss(policy_sums[:pairs], counts[:pairs], self.nll_mean)
         return PreferenceOutput(
             loss=preference + self.nll_coef * nll,
             preference_loss=preference,

@@ -51,6 +51,17 @@ class PairData:
     def tokens(self) -> int:
         return sum(len(self.sequences[i].input_ids) + len(self.sequences[j].input_ids) for i, j in self.pairs)
 
+    def with_context_segment(self) -> "PairData":
+        """The same data with every unscored token after the first in one more segment, the last: the
+        tokens outside the responses, for an NLL term over the whole dialogue (the preference loss
+        leaves that segment out of the scores). Position 0 stays unscored: nothing predicts it."""
+        context = max(k for s in self.sequences for k in s.segment_ids) + 1
+        sequences = [
+            SegmentedSequence(s.input_ids, [NOT_SCORED] + [context if k == NOT_SCORED else k for k in s.segment_ids[1:]])
+            for s in self.sequences
+        ]
+        return PairData(sequences, self.pairs, self.groups)
+
     def batches_of(self, batch_size: int) -> tuple[list[list[tuple[int, int]]], int]:
         """(training items, items per batch), an item being a list of pairs: single pairs, or whole
         groups with about `batch_size` pairs per batch."""

@@ -45,7 +45,9 @@ SMALL_PARAMS = {
     "candidates": {"share": 0.1, "n": 4, "policy": {"max_new_tokens": 32, "threads": 1}},
     "critic_check": {"states": 3, "rollouts": 1},
     "policies": {"rft": {"epochs": 1, "min_reward": {"backend": 1.0, "frontend": 0.2}}, "mtdpo": {"epochs": 1},
-                 "sweet": {"epochs": 1}, "sweet_no_info": {"epochs": 1}},
+                 "sweet": {"epochs": 1},
+                 # The official actor's NLL (whole dialogue, per-sequence mean) runs through the stage here.
+                 "sweet_no_info": {"epochs": 1, "nll_coef": 0.01, "nll_span": "dialogue", "nll_mean": "sequence"}},
     "seeds": [0, 1],
 }  # fmt: skip
 

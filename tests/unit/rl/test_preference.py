@@ -169,6 +169,57 @@ def test_nll_term_is_the_mean_over_chosen_response_tokens():
     assert out.loss.item() == pytest.approx(math.log(2) + 0.01 * 3.0)
 
 
+def test_nll_per_sequence_mean_weighs_every_chosen_sequence_equally():
+    # Chosen rows: −4 over 1 token (mean 4) and −6 over 6 tokens (mean 1). Token mean 10 / 7;
+    # per-sequence mean (4 + 1) / 2.
+    sums, counts = torch.tensor([[-4.0], [-6.0]]), torch.tensor([[1], [6]])
+    assert nll_loss(sums, counts, "token").item() == pytest.approx(10 / 7)
+    assert nll_loss(sums, counts, "sequence").item() == pytest.approx(2.5)
+
+
+def test_dialogue_span_leaves_the_context_segment_out_of_the_scores_and_in_the_nll():
+    # Columns: the response, then the context. Chosen: response −1 (1 token), context −10 (4 tokens);
+    # rejected: response −2 (1 token), context −30 (4 tokens). Reference 0 everywhere, β = 1.
+    policy = torch.tensor([[-1.0, -10.0], [-2.0, -30.0]])
+    counts = torch.tensor([[1, 4], [1, 4]])
+    out = PreferenceLoss(1.0, False, nll_coef=0.5, nll_span="dialogue", nll_mean="sequence")(
+        policy, torch.zeros_like(policy), counts
+    )
+    assert out.preference_loss.item() == pytest.approx(-math.log(1 / (1 + math.exp(-1.0))))  # s⁺ − s⁻ = 1
+    assert out.nll.item() == pytest.approx(11 / 5)
+    assert out.loss.item() == pytest.approx(out.preference_loss.item() + 0.5 * 11 / 5)
+    response_only = PreferenceLoss(1.0, False, nll_coef=0.5)(policy, torch.zeros_like(policy), counts)
+    assert response_only.preference_loss.item() != pytest.approx(out.preference_loss.item())  # the context counted
+    with pytest.raises(ValueError, match="context segment"):
+        PreferenceLoss(1.0, False, nll_span="dialogue")(policy[:, :1], torch.zeros(2, 1), counts[:, :1])
+
+
+def test_the_context_segment_holds_every_unscored_token_after_the_first():
+    data = PairData(
+        [SegmentedSequence([1, 2, 3, 4, 5], [X, X, 0, X, 1]), SegmentedSequence([1, 2, 3], [X, 0, 0])], [(0, 1)], [[0]]
+    )
+    context = data.with_context_segment()
+    assert [s.segment_ids for s in context.sequences] == [[X, 2, 0, 2, 1], [X, 0, 0]]
+    assert [s.input_ids for s in context.sequences] == [s.input_ids for s in data.sequences]
+    assert (context.pairs, context.groups) == (data.pairs, data.groups)
+
+
+def test_the_dialogue_nll_trains_the_prompt_tokens_too():
+    # The chosen row's prompt token (position 1) gets a gradient from the dialogue NLL only.
+    torch.manual_seed(0)
+    ids = torch.tensor([[1, 2, 3, 4], [1, 2, 0, 1]])
+    base = PairData([SegmentedSequence(row.tolist(), [X, X, 0, 0]) for row in ids], [(0, 1)])
+    for span, k, prompt_grad in (("response", 1, False), ("dialogue", 2, True)):
+        data = base.with_context_segment() if span == "dialogue" else base
+        segments = torch.tensor([s.segment_ids for s in data.sequences])
+        logits = torch.randn(2, 4, 5, requires_grad=True)
+        scored = segments >= 0
+        sums, counts = segment_logp_sums(token_logprobs(logits[predicting(scored)], ids, scored), segments, k)
+        PreferenceLoss(0.1, False, nll_coef=1.0, nll_span=span)(sums, sums.detach(), counts).loss.backward()
+        assert bool(logits.grad[0, 0].abs().sum() > 0) is prompt_grad  # logits at 0 predict prompt token 1
+        assert (logits.grad[1, 0] == 0).all()  # the rejected side's prompt is never in the NLL
+
+
 def test_gradient_descent_raises_the_chosen_log_probs_and_lowers_the_rejected_ones():
     # Two sequences (chosen, rejected) of 4 tokens over a vocabulary of 5; tokens 2 and 3 are the
     # response (one segment), tokens 0 and 1 the prompt.
