@@ -1,7 +1,7 @@
 """Equal-budget tuning on the validation split, with DVC's own experiments.
 
-Every tuned policy gets the same grid (learning rate × epochs; the preference methods also
-`nll_coef`). Each configuration is one DVC experiment whose only target is
+Every tuned policy gets the same grid (learning rate × epochs; the preference methods also the
+NLL term: none, 0.01 on the responses, and the official actor's 0.01 over the whole dialogue). Each configuration is one DVC experiment whose only target is
 `validate@<domain>-<policy>`: it retrains that policy and evaluates it on the validation tasks,
 never on the test tasks. The choice per policy is the configuration with the best validation goal
 metric (backend: success rate), ties broken by the other headline metric, then by fewer epochs.
@@ -23,7 +23,11 @@ from sweetflow.errors import InputError
 
 LEARNING_RATES = (1e-4, 1e-3)
 EPOCHS = (1, 4)
-NLL_COEFS = (0.0, 0.01)  # the preference methods only: RFT has no preference term to mix with
+# The preference methods only (RFT has no preference term to mix with): the settings of the NLL term.
+OFFICIAL_NLL = {"nll_coef": 0.01, "nll_span": "dialogue", "nll_mean": "sequence"}
+NLL_SETTINGS = ({"nll_coef": 0.0}, {"nll_coef": 0.01}, OFFICIAL_NLL)
+NLL_KEYS = ("nll_coef", "nll_span", "nll_mean")
+DEFAULT_NLL = {"nll_span": "response", "nll_mean": "token"}  # what experiments without those keys ran
 PREFIX = "tune"
 
 
@@ -32,7 +36,7 @@ def configurations(method: str) -> list[dict]:
     grid = [{"learning_rate": lr, "epochs": e} for lr in LEARNING_RATES for e in EPOCHS]
     if method == "rft":
         return grid
-    return [{**g, "nll_coef": c} for g in grid for c in NLL_COEFS]
+    return [{**g, **nll} for g in grid for nll in NLL_SETTINGS]
 
 
 def experiment_name(domain: str, policy: str, config: dict) -> str:
@@ -40,6 +44,8 @@ def experiment_name(domain: str, policy: str, config: dict) -> str:
     parts = [PREFIX, domain, policy, f"lr{config['learning_rate']:.0e}", f"ep{config['epochs']}"]
     if "nll_coef" in config:
         parts.append(f"nll{config['nll_coef']:g}")
+    if config.get("nll_span") == "dialogue":
+        parts.append(f"dialogue-{config['nll_mean']}")
     return "-".join(parts).replace("+", "").replace(".", "p")
 
 
@@ -96,11 +102,14 @@ def collect(domain: str, method_of: dict[str, str], root: Path = Path("."), comm
         metrics = _git_json(root, row["rev"], paths.validation_metrics(domain, policy))
         if metrics is None:
             continue  # failed before validating
-        keys = ("learning_rate", "epochs", "nll_coef")
-        config = {k: row[f"policies.{policy}.{k}"] for k in keys if f"policies.{policy}.{k}" in row}
+        keys = ("learning_rate", "epochs", *NLL_KEYS)
+        config = {k: row[f"policies.{policy}.{k}"] for k in keys if row.get(f"policies.{policy}.{k}") is not None}
         config["epochs"] = int(config["epochs"])  # DVC reports every number as it parsed it, 4 as 4.0
         if method_of.get(policy) == "rft":
-            config.pop("nll_coef", None)  # RFT has no preference term: its nll_coef is not tuned
+            for k in NLL_KEYS:  # RFT has no preference term: its NLL settings are not tuned
+                config.pop(k, None)
+        else:
+            config = {**DEFAULT_NLL, **config}
         trials.append(Trial(policy, name, config, metrics))
     if not trials:
         raise InputError(f"no finished experiment named {PREFIX}-{domain}-…: run `sweetflow tune queue` and the queue first")
@@ -123,16 +132,23 @@ def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: t
     out = [
         f"# Tuning on the validation tasks ({domain})",
         "",
-        "Every policy got the same grid: learning rate × epochs, and for the preference methods `nll_coef`. "
+        "Every policy got the same grid: learning rate × epochs, and for the preference methods the NLL term "
+        "(`nll_coef`; 'dialogue' marks the official actor's NLL over the whole dialogue, per sequence). "
         "Each row is one DVC experiment that retrained the policy and evaluated it on the validation tasks only "
         f"(means over seeds, %). Chosen: the best {b}, then {a}, then fewer epochs.",
         "",
         f"| policy | learning rate | epochs | nll_coef | {a} (%) | {b} (%) | chosen |",
         "|---|---|---|---|---|---|---|",
     ]
-    for t in sorted(trials, key=lambda t: (t.policy, *(t.config.get(k, -1) for k in ("learning_rate", "epochs", "nll_coef")))):
+    def order(t: Trial) -> tuple:
+        c = t.config
+        return t.policy, c["learning_rate"], c["epochs"], c.get("nll_coef", -1), c.get("nll_span", "")
+
+    for t in sorted(trials, key=order):
         c = t.config
         nll = "—" if "nll_coef" not in c else f"{c['nll_coef']:g}"
+        if c.get("nll_span") == "dialogue":
+            nll += f" (dialogue, per {c['nll_mean']})"
         mark = "**yes**" if best[t.policy].experiment == t.experiment else ""
         out.append(f"| `{t.policy}` | {c['learning_rate']:g} | {c['epochs']} | {nll} "
                    f"| {t.metrics[a] * 100:.1f} | {t.metrics[b] * 100:.1f} | {mark} |")  # fmt: skip

@@ -7,7 +7,9 @@ import re
 
 import pytest
 
-from sweetflow.tuning import Trial, choose, configurations, experiment_name, queue_command, render, write_table
+from sweetflow.tuning import (
+    OFFICIAL_NLL, Trial, choose, configurations, experiment_name, queue_command, render, write_table,
+)
 
 HEADLINE = ("tests_passed", "success_rate")
 
@@ -15,7 +17,8 @@ HEADLINE = ("tests_passed", "success_rate")
 def test_every_preference_method_gets_the_same_grid_and_rft_the_same_without_nll():
     mtdpo, sweet, rft = configurations("mtdpo"), configurations("sweet"), configurations("rft")
     assert mtdpo == sweet
-    assert [{k: v for k, v in c.items() if k != "nll_coef"} for c in mtdpo[::2]] == rft
+    assert [{k: v for k, v in c.items() if not k.startswith("nll")} for c in mtdpo[::3]] == rft
+    assert sum(c.get("nll_span") == "dialogue" and c.get("nll_mean") == "sequence" for c in mtdpo) == len(rft)
     assert len({json.dumps(c, sort_keys=True) for c in mtdpo}) == len(mtdpo)
 
 
@@ -51,12 +54,15 @@ def test_the_choice_follows_the_goal_metric_then_the_other_then_the_cost(trials,
 
 
 def test_the_table_lists_every_trial_and_marks_one_per_policy(tmp_path):
-    trials = [trial("rft", 1e-4, 1, 0.2, 0.5), trial("rft", 1e-3, 4, 0.3, 0.4), trial("sweet", 1e-4, 1, 0.25, 0.5)]
+    official = Trial("sweet", "sweet-official", {"learning_rate": 1e-4, "epochs": 1, **OFFICIAL_NLL},
+                     {"success_rate": 0.1, "tests_passed": 0.4})  # fmt: skip
+    trials = [trial("rft", 1e-4, 1, 0.2, 0.5), trial("rft", 1e-3, 4, 0.3, 0.4), trial("sweet", 1e-4, 1, 0.25, 0.5), official]
     best = choose(trials, HEADLINE, "success_rate")
     table = render("backend", trials, best, HEADLINE)
     rows = [line for line in table.splitlines() if line.startswith("| `")]
-    assert len(rows) == 3 and sum("**yes**" in r for r in rows) == 2
+    assert len(rows) == 4 and sum("**yes**" in r for r in rows) == 2
+    assert "| `sweet` | 0.0001 | 1 | 0.01 (dialogue, per sequence) | 40.0 | 10.0 |  |" in rows
     assert "| `rft` | 0.001 | 4 | — | 40.0 | 30.0 | **yes** |" in rows
     write_table("backend", trials, best, HEADLINE, tmp_path)
     data = json.loads((tmp_path / "backend.json").read_text())
-    assert len(data["trials"]) == 3 and data["chosen"]["sweet"]["config"] == {"learning_rate": 1e-4, "epochs": 1}
+    assert len(data["trials"]) == 4 and data["chosen"]["sweet"]["config"] == {"learning_rate": 1e-4, "epochs": 1}
