@@ -5,7 +5,7 @@ the critics' and their checks' metrics and the DVCLive training curves, and unde
 `data/<domain>/` every method's test episodes (for the paired intervals and the site) and, for
 trained domains, the candidates, their rankings, step pairs and critic checks, each only where
 present (a method not evaluated yet is "not run"). Writes `reports/summary/` (`results.md`,
-`results.json`, `methods.png`, `training_curves.png`, `manifest.json`), a copy of `results.md`
+`results.json`, `methods.png`, `training_curves.png`, `methods-<domain>.csv`, `manifest.json`), a copy of `results.md`
 at `reports/results.md`, and the run's static site, `reports/site/` (open `index.html`; frontend
 pages are rendered with params `frontend.scoring`).
 """
@@ -20,7 +20,7 @@ from sweetflow.artifacts import stage_output, write_json
 from sweetflow.errors import run_stage
 from sweetflow.params import DOMAINS, load_params
 from sweetflow.report.markdown import render_markdown, results_data
-from sweetflow.report.plots import plot_curves, plot_methods
+from sweetflow.report.plots import plot_curves, plot_methods, write_method_table
 from sweetflow.report.read import find_curves, read_domain
 from sweetflow.report.site import write_run_site
 
@@ -43,6 +43,8 @@ def main() -> None:
         write_json(out.dir / "results.json", results_data(results, params.seeds))
         plot_methods(results, out.dir / "methods.png")
         plot_curves(panels, out.dir / "training_curves.png")
+        for r in results:
+            write_method_table(r, out.dir / f"methods-{r.domain}.csv")
         # The summary's run record is written last (its `with` closes after this one's).
         with stage_output(SITE, "report", sections, inputs) as site:
             plots = [(out.dir / "methods.png", "The headline metrics per method (mean ± std over seeds)"),
