@@ -28,7 +28,7 @@ function turnsOf(turns) {
     const turn = el("div", { class: "turn " + t.role }, el("span", { class: "role", text: t.role }));
     turn.append(document.createTextNode(t.text));
     if (t.page) {
-      turn.append(el("a", { href: t.page }, el("img", { src: t.page, alt: "the page of this turn", loading: "lazy" })));
+      turn.append(el("a", { href: t.page }, el("img", { src: t.page, alt: "the page of this turn" })));
       turn.append(el("div", { class: "similarity", text: "similarity to the target: " + fmt(t.similarity) }));
     }
     box.append(turn);
