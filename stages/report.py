@@ -2,10 +2,12 @@
 
 Reads params `seeds` and `train_domains`, under `reports/<domain>/` every method's `metrics.json`,
 the critics' and their checks' metrics and the DVCLive training curves, and under
-`data/<domain>/evaluations/` every method's episodes (for the paired intervals), each only where
+`data/<domain>/` every method's test episodes (for the paired intervals and the site) and, for
+trained domains, the candidates, their rankings, step pairs and critic checks, each only where
 present (a method not evaluated yet is "not run"). Writes `reports/summary/` (`results.md`,
-`results.json`, `methods.png`, `training_curves.png`, `manifest.json`) and a copy of `results.md`
-at `reports/results.md`.
+`results.json`, `methods.png`, `training_curves.png`, `methods-<domain>.csv`, `manifest.json`), a copy of `results.md`
+at `reports/results.md`, and the run's static site, `reports/site/` (open `index.html`; frontend
+pages are rendered with params `frontend.scoring`).
 """
 
 from __future__ import annotations
@@ -18,25 +20,36 @@ from sweetflow.artifacts import stage_output, write_json
 from sweetflow.errors import run_stage
 from sweetflow.params import DOMAINS, load_params
 from sweetflow.report.markdown import render_markdown, results_data
-from sweetflow.report.plots import plot_curves, plot_methods
+from sweetflow.report.plots import plot_curves, plot_methods, write_method_table
 from sweetflow.report.read import find_curves, read_domain
+from sweetflow.report.site import write_run_site
 
 REPORTS = Path("reports")
 SUMMARY = REPORTS / "summary"
 RESULTS_MD = REPORTS / "results.md"
+SITE = REPORTS / "site"
+DATA = Path("data")
 
 
 def main() -> None:
     params = load_params()
     results = [read_domain(REPORTS, Path(paths.evaluations(d)), d, d in params.train_domains) for d in DOMAINS]
     panels = [p for d in DOMAINS for p in find_curves(REPORTS / d / "stages", f"{d}: ")]
-    inputs = [p for d in DOMAINS for p in (REPORTS / d, Path(paths.evaluations(d))) if p.exists()]
-    sections = {"seeds": params.seeds, "train_domains": params.train_domains}
+    inputs = [p for d in DOMAINS for p in (REPORTS / d, DATA / d) if p.exists()]
+    sections = {"seeds": params.seeds, "train_domains": params.train_domains,
+                "frontend.scoring": params.frontend.scoring}  # fmt: skip
     with stage_output(SUMMARY, "report", sections, inputs) as out:
         (out.dir / "results.md").write_text(render_markdown(results, params.seeds, plots="."))
         write_json(out.dir / "results.json", results_data(results, params.seeds))
         plot_methods(results, out.dir / "methods.png")
         plot_curves(panels, out.dir / "training_curves.png")
+        for r in results:
+            write_method_table(r, out.dir / f"methods-{r.domain}.csv")
+        # The summary's run record is written last (its `with` closes after this one's).
+        with stage_output(SITE, "report", sections, inputs) as site:
+            plots = [(out.dir / "methods.png", "The headline metrics per method (mean ± std over seeds)"),
+                     (out.dir / "training_curves.png", "Training loss per run; a line per seed for the policies")]
+            write_run_site(site.dir, results, plots, params, DATA)
     # The same text at the top of reports/; its image links point into summary/.
     markdown = render_markdown(results, params.seeds, plots=SUMMARY.name)
     tmp = RESULTS_MD.with_name(f".{RESULTS_MD.name}.tmp-{os.getpid()}")

@@ -101,6 +101,20 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_view(args: argparse.Namespace) -> int:
+    from sweetflow.params import load_params
+    from sweetflow.report.site import write_view_site
+
+    for path in (args.trajectories, args.tasks):
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such file")
+    args.out.mkdir(parents=True, exist_ok=True)
+    method = args.name or args.trajectories.parent.name
+    write_view_site(args.out, args.domain, args.trajectories, args.tasks, load_params(args.params), method)
+    console.print(f"open {(args.out / 'index.html').resolve().as_uri()}")
+    return 0
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from sweetflow.colbench import import_official
 
@@ -183,6 +197,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--commits", type=int, default=1,
                    help="table: read the experiments of the last N commits of HEAD (1: HEAD's own, as `dvc exp show`)")
     p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("view", help="a static site of a trajectories file's dialogues, opened from disk")
+    p.add_argument("trajectories", type=Path, help="a trajectories parquet (data/<domain>/evaluations/*, rollout, ...)")
+    p.add_argument("--tasks", type=Path, required=True, help="the task table they ran on (data/<domain>/tasks/*.parquet)")
+    p.add_argument("--domain", choices=["backend", "frontend"], required=True)
+    p.add_argument("--out", type=Path, required=True, help="the site's directory (index.html goes there)")
+    p.add_argument("--name", help="the method's name on the pages (default: the file's directory)")
+    p.add_argument("--params", type=Path, default=Path("params.yaml"), help="frontend: the renderer and similarity of this file")
+    p.set_defaults(func=cmd_view)
 
     p = sub.add_parser("import-trajectories", help="read official trajectory JSONL (e.g. the offline data set)")
     p.add_argument("file", type=Path)

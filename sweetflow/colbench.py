@@ -80,6 +80,7 @@ def import_official(path: Path | str) -> tuple[pl.DataFrame, pl.DataFrame]:
                 "success": reward is not None and float(reward) == 1.0,
                 "score_status": None,
                 "failure": None,
+                "test_outputs": None,
             }
         )
     return to_frame(records), tasks_frame(list(tasks.values()), TASK_SCHEMA)

@@ -36,6 +36,7 @@ class Score:
     reward: float  # backend: share of tests passed; frontend: similarity to the target
     success: bool | None  # backend: every test passed; frontend: None (similarity has no pass mark)
     status: str | None  # backend: the sandbox's status; frontend: "rendered", "no_html", ...; None: not scored
+    outputs: list[str | None] | None = None  # backend: each test's output (null where the call raised)
 
 
 @dataclass

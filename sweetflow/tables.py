@@ -44,8 +44,14 @@ TRAJECTORY_SCHEMA = pl.Schema(
         "success": pl.Boolean,  # backend: every test passed; frontend: null
         "score_status": pl.String,  # backend: the sandbox's status; frontend: rendered, no_html or render_failed
         "failure": pl.String,  # why the episode could not be completed, or null
+        # backend: each hidden test's output (plain-data JSON, cut to OUTPUT_CHARS; null where the call
+        # raised), for reading what an answer got wrong beside the task's `expected`; frontend: null
+        "test_outputs": pl.List(pl.String),
     }
 )
+
+
+OUTPUT_CHARS = 200  # a stored test output's length: enough to read, cheap for thousands of episodes
 
 
 def to_frame(records: list[dict]) -> pl.DataFrame:

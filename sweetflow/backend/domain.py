@@ -75,7 +75,7 @@ def sandbox_runtime(
     def score(tasks: list[dict], answers: list[str]) -> list[Score]:
         expected, calls = [list(t["expected"]) for t in tasks], [list(t["test_cases"]) for t in tasks]
         results = score_answers(answers, expected, calls, sandbox, rules=rules)
-        return [Score(r.tests_passed, r.success, r.status) for r in results]
+        return [Score(r.tests_passed, r.success, r.status, r.outputs) for r in results]
 
     return DomainRuntime("backend", human, human_concurrency, score, view_fields, Score(0.0, False, None))
 

@@ -101,6 +101,7 @@ class AnswerScore:
     passed: list[bool]
     status: str
     failures: Counter = field(default_factory=Counter)
+    outputs: list[str | None] = field(default_factory=list)  # each test call's output, None where it raised
 
 
 def score_answers(
@@ -119,12 +120,13 @@ def score_answers(
     scores = []
     for exp, refused in zip(expected, filtered):
         if refused:
-            scores.append(AnswerScore(0.0, False, [False] * len(exp), "filtered"))
+            scores.append(AnswerScore(0.0, False, [False] * len(exp), "filtered", outputs=[None] * len(exp)))
             continue
         run = next(runs)
         passed = [passes_test(e, o) for e, o in zip(exp, run.outputs)]
         fraction = sum(passed) / max(len(exp), 1)
-        scores.append(AnswerScore(fraction, fraction == 1.0 and len(exp) > 0, passed, run.status, run.failure_kinds()))
+        scores.append(AnswerScore(fraction, fraction == 1.0 and len(exp) > 0, passed, run.status, run.failure_kinds(),
+                                  run.outputs))  # fmt: skip
     return scores
 
 

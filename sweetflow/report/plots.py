@@ -80,3 +80,12 @@ def plot_curves(panels: list[tuple[str, list[tuple[str, Path]]]], path: Path) ->
             ax.legend(fontsize=7)
         fig.tight_layout()
         _save(fig, path)
+
+
+def write_method_table(d: DomainResults, path: Path) -> None:
+    """The domain's methods that ran, one row each with its two headline metrics (%), as CSV: the data
+    of dvc.yaml's side-by-side plots, which `dvc plots diff` compares across experiments."""
+    a, b = d.spec.columns
+    lines = [f"method,{a},{b}"]
+    lines += [f"{r.method},{r.means[0] * 100:.2f},{r.means[1] * 100:.2f}" for r in d.rows if r.ran]
+    path.write_text("\n".join(lines) + "\n")

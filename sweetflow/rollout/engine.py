@@ -24,7 +24,7 @@ from sweetflow.domain import DomainRuntime, Score, get_domain
 from sweetflow.errors import StageFailed
 from sweetflow.params import EpisodeParams, Params
 from sweetflow.secrets import redact
-from sweetflow.tables import to_frame
+from sweetflow.tables import OUTPUT_CHARS, to_frame
 
 
 def episode_seed(seed: int, task_id: str, sample: int) -> int:
@@ -187,6 +187,7 @@ def _record(ep: Episode, score: Score) -> dict:
         "success": score.success,
         "score_status": score.status,
         "failure": ep.failure,
+        "test_outputs": None if score.outputs is None else [o if o is None else o[:OUTPUT_CHARS] for o in score.outputs],
     }
 
 

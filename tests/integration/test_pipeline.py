@@ -13,6 +13,7 @@ import pytest
 from sweetflow.artifacts import content_hash, read_manifest, read_run_record
 from sweetflow.cli import main
 from sweetflow.dag import StageSpec, load_stages, rule_name
+from tests.support.browser import chromium_page
 from tests.support.project import ROOT, SMALL_PARAMS, make_project, run
 
 # `make test` distributes tests by file (`--dist loadfile`): every test that reads the reproduced
@@ -104,6 +105,7 @@ def test_sweet_rl_chain_trains_every_method_per_seed_in_both_domains_and_writes_
     assert (repro_project / "reports/summary/methods.png").read_bytes().startswith(b"\x89PNG")
     plots = run(["dvc", "plots", "show", "--json"], repro_project).stdout
     assert "reports/backend/stages/policies/sweet/plots" in plots and "reports/frontend/stages/critics/with_info/plots" in plots
+    assert "backend methods side by side (success, %)" in plots and "backend sweet, training loss, seeds overlaid" in plots
     lineage = run(["sweetflow", "lineage", "reports/backend/sweet/metrics.json"], repro_project).stdout
     for ancestor in ("policy@backend-sweet", "step_pairs@backend-with_info", "rank@backend-with_info",
                      "critic@backend-with_info", "candidates@backend", "tasks@backend"):  # fmt: skip
@@ -290,3 +292,77 @@ def test_every_stage_records_exactly_the_params_it_declares(repro_project: Path)
             if (repro_project / out / "manifest.json").is_file():
                 recorded = set(read_manifest(repro_project / out)["params"])
                 assert recorded == set(json.loads(spec.params)), spec.name
+
+
+def test_the_run_site_opens_from_disk_with_working_filters_pictures_and_links(repro_project: Path):
+    site = repro_project / "reports/site"
+    pages = sorted(p.name for p in site.glob("*.html"))
+    assert pages == ["dialogues-backend.html", "dialogues-frontend.html", "index.html", "sweet-backend.html",
+                     "sweet-frontend.html"]  # fmt: skip
+    with chromium_page() as (page, problems):
+        for name in pages:
+            page.goto((site / name).as_uri())
+            hrefs = page.eval_on_selector_all("a[href]", "as => as.map(a => a.getAttribute('href'))")
+            assert {"index.html", "dialogues-backend.html", "sweet-frontend.html"} <= set(hrefs), name
+            assert all((site / h).is_file() for h in hrefs), (name, hrefs)
+        page.goto((site / "index.html").as_uri())
+        assert "SWEET-RL − Multi-turn DPO" in page.inner_text("#results-backend")
+        widths = page.eval_on_selector_all("img", "is => is.map(i => i.naturalWidth)")
+        assert len(widths) == 2 and all(w > 0 for w in widths)  # methods.png, training_curves.png
+
+        # Backend dialogues: each filter narrows the list to what it names; a dialogue shows its tests.
+        page.goto((site / "dialogues-backend.html").as_uri())
+        every = page.locator("details.dialogue").count()
+        page.select_option("select[name=method]", "expert")
+        methods = page.eval_on_selector_all("details.dialogue", "ds => ds.map(d => d.dataset.method)")
+        assert methods and set(methods) == {"expert"} and len(methods) < every
+        expert = pl.read_parquet(repro_project / "data/backend/evaluations/expert/trajectories.parquet")
+        assert len(methods) == expert.height
+        page.select_option("select[name=outcome]", "all tests passed")
+        solved = page.eval_on_selector_all("details.dialogue", "ds => ds.map(d => d.dataset.outcome)")
+        assert len(solved) == expert["success"].sum() > 0 and set(solved) == {"all tests passed"}
+        first = page.locator("details.dialogue").first
+        first.locator("summary").click()
+        assert first.locator("li.told").count() > 0  # it asked, and was told
+        results = first.locator("table.tests td:last-child").all_inner_texts()
+        assert results and set(results) == {"pass"}  # each test's actual value equals the expected one
+        page.select_option("select[name=outcome]", "")
+        family = page.eval_on_selector("select[name=family] option:nth-child(2)", "o => o.value")
+        page.select_option("select[name=family]", family)
+        assert set(page.eval_on_selector_all("details.dialogue", "ds => ds.map(d => d.dataset.family)")) == {family}
+
+        # Frontend dialogues: the target beside the final page, and each turn's page, all drawn.
+        page.goto((site / "dialogues-frontend.html").as_uri())
+        page.select_option("select[name=method]", "expert")
+        first = page.locator("details.dialogue").first
+        first.locator("summary").click()
+        first.locator("img").last.scroll_into_view_if_needed()
+        page.wait_for_function("() => [...document.images].every(i => i.complete)")
+        widths = first.locator("img").evaluate_all("is => is.map(i => i.naturalWidth)")
+        assert len(widths) >= 3 and all(w > 0 for w in widths)  # target, final page, a turn's page
+        assert "similarity" in first.locator(".pages-row").inner_text()
+
+        # SWEET-RL states: every candidate with each critic's score; the filter keeps checked states.
+        page.goto((site / "sweet-backend.html").as_uri())
+        n = SMALL_PARAMS["candidates"]["n"]
+        state = page.locator("details.state").first
+        assert state.locator("table.candidates tr").count() == n + 1
+        assert state.locator("th").all_inner_texts()[3:5] == ["score: no_info", "score: with_info"]
+        page.check("input[name=checked]")
+        checked = page.locator("details.state")
+        assert 0 < checked.count() <= SMALL_PARAMS["critic_check"]["states"] * 2
+        assert all(c.locator("ul.played-out li").count() > 0 for c in checked.all())
+    assert problems == []
+
+
+def test_view_builds_a_site_of_any_trajectories_file(repro_project: Path, tmp_path: Path):
+    out = tmp_path / "site"
+    assert main(["view", str(repro_project / "data/backend/rollout/trajectories.parquet"), "--domain", "backend",
+                 "--tasks", str(repro_project / "data/backend/tasks/train.parquet"), "--out", str(out),
+                 "--params", str(repro_project / "params.yaml")]) == 0  # fmt: skip
+    rollout = pl.read_parquet(repro_project / "data/backend/rollout/trajectories.parquet")
+    with chromium_page() as (page, problems):
+        page.goto((out / "dialogues-backend.html").as_uri())
+        assert page.inner_text("#count").startswith(f"{rollout.height} of {rollout.height} dialogues")
+        assert page.eval_on_selector_all("details.dialogue", "ds => [...new Set(ds.map(d => d.dataset.method))]") == ["rollout"]
+    assert problems == []

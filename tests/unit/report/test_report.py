@@ -133,8 +133,12 @@ def test_table_rows_in_paper_order_with_mean_std_and_paper_numbers(project):
     assert "3 seeds (0, 1, 2)" in markdown
     assert "](summary/methods.png)" in markdown and "](summary/training_curves.png)" in markdown
     summary = project / "reports" / "summary"
-    assert {p.name for p in summary.iterdir()} == {"results.md", "results.json", "methods.png",
-                                                   "training_curves.png", "manifest.json"}  # fmt: skip
+    assert {p.name for p in summary.iterdir()} == {"results.md", "results.json", "methods.png", "training_curves.png",
+                                                   "methods-backend.csv", "methods-frontend.csv", "manifest.json"}  # fmt: skip
+    # The data of dvc.yaml's side-by-side plots: every method that ran, in %.
+    methods = (summary / "methods-backend.csv").read_text().splitlines()
+    assert methods[0] == "method,tests passed,success" and "sweet,57.00,40.00" in methods and len(methods) == 8
+    assert (summary / "methods-frontend.csv").read_text() == "method,similarity,win rate\n"  # none ran
     # The copy inside summary/ links to its sibling files.
     assert "](./methods.png)" in (summary / "results.md").read_text()
     data = json.loads((summary / "results.json").read_text())["domains"]["backend"]

@@ -65,6 +65,9 @@ def test_expert_episodes_alternate_and_succeed(tasks, sandbox, tmp_path):
     frame = to_frame(records)
     assert frame.height == 24 and frame.select("task_id", "sample").is_unique().all()
     assert frame["success"].all() and frame["answered"].all()
+    # Each test's output is kept beside the task's expected one: an expert's equal them all.
+    expected = {t["task_id"]: list(t["expected"]) for t in tasks}
+    assert all(outs == expected[t] for t, outs in frame.select("task_id", "test_outputs").iter_rows())
     for dialogue in frame["dialogue"]:
         roles = [t["role"] for t in dialogue]
         assert roles == [AGENT, HUMAN] * (len(roles) // 2) + [AGENT]
@@ -79,6 +82,7 @@ def test_an_episode_without_the_marker_ends_at_the_turn_limit(tasks, sandbox, tm
     assert [r["answered"] for r in records] == [False] * 3
     assert [r["ended_by"] for r in records] == ["max_turns"] * 3
     assert all(r["answer"] == "Anything else?" and r["reward"] == 0.0 for r in records)
+    assert all(r["test_outputs"] == [None] * len(t["test_cases"]) for r, t in zip(records, tasks))  # nothing to call
     assert agent.batch_sizes == [3, 3, 3, 3]  # every live episode in one agent call per turn
 
 
