@@ -46,6 +46,11 @@ class SandboxParams(Section):
     file_size_mb: int = Field(ge=0, description="Largest file an answer may write in its temporary directory, MiB.")
     open_files: int = Field(ge=8, description="Open file descriptors allowed to an answer (RLIMIT_NOFILE).")
     max_output_bytes: int = Field(ge=1024, description="Most bytes of encoded outputs accepted from one answer.")
+    run_without_walls: bool = Field(
+        description="Where the sandbox cannot put up its walls (no network, a private /tmp, the project and home "
+        "directories hidden, no other process in sight), as it can as root or with unprivileged user namespaces, "
+        "run untrusted code anyway, with a warning. false: the stage refuses to start, and says why."
+    )
 
 
 class EndpointParams(Section):

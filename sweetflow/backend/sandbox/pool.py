@@ -2,14 +2,16 @@
 
 `Sandbox` keeps a small pool of pre-warmed worker processes (`sweetflow.backend.sandbox.worker`). Each job
 (one piece of code plus the test calls to evaluate after it) runs in a fresh child forked by a
-worker: own session, own unprivileged uid, resource limits, no network, an empty temporary
-directory, a scrubbed environment. The per-call timeout is enforced in the child, the per-job
+worker: own session, kept from every other process (by a uid, or a pid namespace, of its own),
+resource limits, no network, an empty temporary directory, a scrubbed environment. The per-call timeout is enforced in the child, the per-job
 wall-clock bound by the worker, and a worker that dies is replaced; nothing an answer does can take
 the caller down. Outputs come back as plain-data JSON text (`sweetflow.backend.sandbox.plaindata`).
 
-As root the children see the interpreter, the standard library and site-packages, and nothing of
-the project, the caller's working directory, the home directories or any process but their own. A child inherits its worker's
-heap, where earlier jobs' source lingers: a pool that checks references never scores answers.
+The children see the interpreter, the standard library and site-packages, and nothing of the
+project, the caller's working directory, the home directories or any process but their own. The
+workers put up these walls as root, or as a normal user in unprivileged user namespaces; where they
+can do neither the pool refuses to start, unless `run_without_walls` is set. A child inherits its
+worker's heap, where earlier jobs' source lingers: a pool that checks references never scores answers.
 """
 
 from __future__ import annotations
@@ -31,13 +33,23 @@ from typing import Iterable, Sequence
 
 from tqdm import tqdm
 
+from sweetflow.errors import StageFailed
 from sweetflow.params import SandboxParams
 
 log = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-# Layers that only a root worker can set up; without them the sandbox still runs, with a warning.
-ROOT_LAYERS = ("no-network", "private-tmp", "unprivileged-uid", "hidden-project", "hidden-processes")
+# The walls an answer runs behind, by the two ways a worker has of putting them up: as root, a fresh
+# uid per worker keeps its children from every other process; as a normal user, in an unprivileged
+# user namespace, a pid namespace of its own per child does.
+WALLS = {
+    "root": ("no-network", "private-tmp", "unprivileged-uid", "hidden-project", "hidden-processes"),
+    "user-namespace": ("no-network", "private-tmp", "own-pid-namespace", "hidden-project", "hidden-processes"),
+}
+
+
+class SandboxUnavailable(StageFailed):
+    """The sandbox cannot put up its walls here, and the params do not allow running without them."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +127,7 @@ class _Worker:
     params: SandboxParams
     proc: subprocess.Popen | None = None
     isolation: list[str] = field(default_factory=list)
+    problem: str | None = None  # why the worker has no walls, in its own words
     scratch: tempfile.TemporaryDirectory | None = None
 
     def start(self) -> None:
@@ -132,8 +145,8 @@ class _Worker:
             "SWEETFLOW_SANDBOX_UID": str(uid),
             "SWEETFLOW_SANDBOX_SCRATCH": self.scratch.name,
             # What the children must not see: the project (its code regenerates the tasks, its data
-            # holds the references) and the directory the caller works in.
-            "SWEETFLOW_SANDBOX_HIDE": os.pathsep.join(sorted({str(PROJECT_ROOT), os.getcwd()})),
+            # holds the references), the directory the caller works in and the caller's home.
+            "SWEETFLOW_SANDBOX_HIDE": os.pathsep.join(sorted({str(PROJECT_ROOT), os.getcwd(), *_home()})),
         }
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "sweetflow.backend.sandbox.worker"],
@@ -146,7 +159,8 @@ class _Worker:
         hello = self._read_line(timeout=60)
         if hello is None:
             raise RuntimeError("sandbox worker failed to start")
-        self.isolation = json.loads(hello)["isolation"]
+        reply = json.loads(hello)
+        self.isolation, self.problem = reply["isolation"], reply.get("problem")
 
     def _read_line(self, timeout: float) -> bytes | None:
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
@@ -157,7 +171,7 @@ class _Worker:
     @property
     def limits(self) -> dict:
         # Only the limits: BackendScoringParams adds scoring options that are no business of the worker's.
-        return {name: getattr(self.params, name) for name in SandboxParams.model_fields}
+        return {name: getattr(self.params, name) for name in SandboxParams.model_fields if name != "run_without_walls"}
 
     def run(self, job: Job) -> Execution:
         request = {"code": job.code, "calls": list(job.calls), "namespace": job.namespace, "limits": self.limits}
@@ -189,6 +203,11 @@ class _Worker:
             self.scratch = None
 
 
+def _home() -> list[str]:
+    home = os.path.expanduser("~")
+    return [home] if os.path.isabs(home) else []
+
+
 class Sandbox:
     """A pool of sandbox workers. Use as a context manager; `run` keeps the order of its jobs."""
 
@@ -198,11 +217,24 @@ class Sandbox:
         self._workers = [_Worker(self.params) for _ in range(n)]
 
     def __enter__(self) -> "Sandbox":
-        for w in self._workers:
-            w.start()
-        missing = [layer for layer in ROOT_LAYERS if layer not in self.isolation]
-        if missing:
-            log.warning("sandbox runs without %s (needs root and namespaces)", ", ".join(missing))
+        try:
+            for w in self._workers:
+                w.start()
+        except BaseException:
+            self.__exit__()
+            raise
+        if self.walls is None:
+            missing = ", ".join(layer for layer in WALLS["user-namespace"] if layer not in self.isolation)
+            why = self._workers[0].problem or "unknown"
+            if not self.params.run_without_walls:
+                self.__exit__()
+                raise SandboxUnavailable(
+                    f"the sandbox cannot wall off untrusted code on this machine (missing: {missing}), so it will "
+                    f"not run any. It needs root, or unprivileged user namespaces; here: {why}. To run the code "
+                    "anyway, with network access and the user's files in its reach, set run_without_walls: true "
+                    "in the sandbox's params (backend.scoring)."
+                )
+            log.warning("sandbox runs untrusted code without %s (run_without_walls is set): %s", missing, why)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -212,6 +244,11 @@ class Sandbox:
     @property
     def isolation(self) -> list[str]:
         return self._workers[0].isolation
+
+    @property
+    def walls(self) -> str | None:
+        """How the walls are up ("root" or "user-namespace"), or None when some are missing."""
+        return next((mode for mode, layers in WALLS.items() if set(layers) <= set(self.isolation)), None)
 
     def run(self, jobs: Iterable[Job], desc: str | None = None) -> list[Execution]:
         jobs = list(jobs)
