@@ -102,8 +102,7 @@ def _isolate_as_root(layers: list[str]) -> Jail:
     # Keep our mounts from propagating back to the host.
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return Jail(None, layers, f"private mounts: {os.strerror(ctypes.get_errno())}")
-    for handle in _cover_and_expose(_hidden(), WRITABLE_DIRS).values():
-        os.close(handle)
+    _cover_and_expose(_hidden(), WRITABLE_DIRS)
     layers += ["private-tmp", "unprivileged-uid", "hidden-project"]
     # A procfs of our own in which an unprivileged uid sees only its own processes: the child sees
     # no other process or command line, while we (root) still see, and kill, all of its. A container

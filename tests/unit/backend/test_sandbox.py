@@ -1,5 +1,6 @@
 """The sandbox against hostile answers, with real processes: each answer must score nothing, leave
-nothing behind and leave the pool working. Then the ordinary duties: passing, timeouts, imports, order.
+nothing behind and leave the pool working, in a sandbox run by root and in one run by a normal user.
+Then the refusal to run without walls, and the ordinary duties: passing, timeouts, imports, order.
 
 Hostile answers return whatever their attack yields, so an attack that the sandbox contains shows up
 as a status or call error; every test compares against the expected output `1`.
@@ -9,25 +10,30 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import socket
+import subprocess
 import tempfile
 import textwrap
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from string import Template
 
 import pytest
 
 from sweetflow.backend.sandbox import plaindata
-from sweetflow.backend.sandbox.pool import PROJECT_ROOT, WALLS, Job, Sandbox
+from sweetflow.backend.sandbox.pool import PROJECT_ROOT, Job, Sandbox
 from sweetflow.backend.scoring import check_references, passes_test, score_answers
+from tests.support.nonroot import NonRoot, non_root
 from tests.support.params import sandbox_params
 
 SECRET = f"sk-sweetflow-test-{uuid.uuid4().hex}"
 EXPECTED = plaindata.dumps(1)
 # Small bounds keep the endless answers quick; the wall-clock bound must exceed the per-call one.
-FAST = sandbox_params(workers=1, call_timeout_s=0.3, task_timeout_s=1.0)
+FAST_LIMITS = {"workers": 1, "call_timeout_s": 0.3, "task_timeout_s": 1.0}
+FAST = sandbox_params(**FAST_LIMITS)
 IPC_RMID = 0
 
 
@@ -40,10 +46,19 @@ class Hostile:
     status: str
     call_errors: tuple[str | None, ...]
     calls: tuple[str, ...] = ("f(1)",)
+    # The outcome where it differs when a normal user's sandbox runs it: there the answer is the first
+    # process of a pid namespace of its own, whose parent lies outside it (getppid() is 0), and which
+    # nothing inside it may kill, itself included.
+    in_user_namespace: tuple[str, tuple[str | None, ...]] | None = None
+
+    def expected(self, walls: str | None) -> tuple[str, tuple[str | None, ...]]:
+        if walls == "user-namespace" and self.in_user_namespace:
+            return self.in_user_namespace
+        return self.status, self.call_errors
 
 
-def hostile(name, code, status, *call_errors, calls=("f(1)",)):
-    return pytest.param(Hostile(name, textwrap.dedent(code), status, call_errors, calls), id=name)
+def hostile(name, code, status, *call_errors, calls=("f(1)",), in_user_namespace=None):
+    return pytest.param(Hostile(name, textwrap.dedent(code), status, call_errors, calls, in_user_namespace), id=name)
 
 
 HOSTILE = [
@@ -161,18 +176,23 @@ HOSTILE = [
         "ok", "exception",
     ),
     hostile("os.system", "import os\ndef f(x):\n    return os.system('touch /tmp/$marker')\n", "ok", None),
-    hostile("kill the worker", "import os\ndef f(x):\n    return os.kill(os.getppid(), 9)\n", "ok", "exception"),
+    # In a normal user's sandbox getppid() is 0: kill(0) aims at the answer's own group, and misses.
+    hostile("kill the worker", "import os\ndef f(x):\n    return os.kill(os.getppid(), 9)\n", "ok", "exception",
+            in_user_namespace=("ok", (None,))),
     hostile(
         "kill the worker's process group",
         "import os\ndef f(x):\n    return os.killpg(os.getpgid(os.getppid()), 9)\n",
         "ok", "exception",
     ),
     # kill(-1) reaches every process of the caller's uid but itself: nobody, as each worker has its own.
-    hostile("kill every process it may", "import os\ndef f(x):\n    return os.kill(-1, 9)\n", "ok", None),
+    # In its own pid namespace there is no other process at all, and kill(-1) says so.
+    hostile("kill every process it may", "import os\ndef f(x):\n    return os.kill(-1, 9)\n", "ok", None,
+            in_user_namespace=("ok", ("exception",))),
     hostile(
         "kill its own process group",
         "import os\ndef f(x):\n    return os.killpg(0, 9)\n",
         "killed_by_signal", "not_run",
+        in_user_namespace=("ok", (None,)),
     ),
     hostile("segfault", "import ctypes\ndef f(x):\n    return ctypes.string_at(0)\n", "killed_by_signal", "not_run"),
     hostile("huge returned string", "def f(x):\n    return 'x' * 10**7\n", "output_too_large", None),
@@ -320,16 +340,36 @@ def server():
         yield sock
 
 
+@pytest.fixture(scope="module")
+def nonroot() -> NonRoot | str:
+    """A normal user to run the sandbox as, or why there is none."""
+    workdir = tempfile.mkdtemp(prefix="sweetflow-nonroot-")
+    os.chmod(workdir, 0o755)
+    yield non_root(Path(workdir))
+    shutil.rmtree(workdir)
+
+
 @pytest.fixture
-def host(tmp_path, monkeypatch, server) -> Host:
+def host(tmp_path, monkeypatch, server, user, nonroot) -> Host:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    cwd, scratch = tmp_path / "cwd", tmp_path / "scratch"
+    base = tmp_path
+    if user == "non-root":
+        if isinstance(nonroot, str):
+            pytest.skip(nonroot)
+        base = Path(tempfile.mkdtemp(prefix="sweetflow-nonroot-host-"))  # tmp_path is closed to others
+        base.chmod(0o755)
+    cwd, scratch = base / "cwd", base / "scratch"
     cwd.mkdir()
     scratch.mkdir()
+    if user == "non-root":
+        nonroot.give(str(cwd))
+        nonroot.give(str(scratch))
     monkeypatch.chdir(cwd)
     # The sandbox keeps its own scratch under tempfile's directory; point it where we can watch it.
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    return Host(f"sweetflow-hostile-{uuid.uuid4().hex[:12]}", str(cwd), str(scratch), server)
+    yield Host(f"sweetflow-hostile-{uuid.uuid4().hex[:12]}", str(cwd), str(scratch), server)
+    if base != tmp_path:
+        shutil.rmtree(base)
 
 
 def _proc_pids() -> list[int]:
@@ -365,19 +405,24 @@ def processes_of(uids: set[int]) -> list[int]:
     return alive
 
 
-def remove_ipc_of(uids: set[int]) -> list[str]:
-    """Remove the SysV IPC objects owned by `uids`; return what was there."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    removers = {"shm": libc.shmctl, "msg": libc.msgctl, "sem": lambda ident, cmd, _: libc.semctl(ident, 0, cmd)}
-    found = []
-    for kind, remove in removers.items():
+def ipc_of(uids: set[int]) -> set[tuple[str, int]]:
+    """The SysV IPC objects owned by `uids`, as (kind, id)."""
+    found = set()
+    for kind in ("shm", "msg", "sem"):
         with open(f"/proc/sysvipc/{kind}") as fh:
             header, *rows = [line.split() for line in fh]
-        for row in rows:
-            if int(row[header.index("uid")]) in uids:
-                found.append(f"{kind} {row[1]}")
-                remove(int(row[1]), IPC_RMID, None)
+        found |= {(kind, int(row[1])) for row in rows if int(row[header.index("uid")]) in uids}
     return found
+
+
+def remove_ipc_of(uids: set[int], keep: set[tuple[str, int]] = frozenset()) -> list[str]:
+    """Remove the SysV IPC objects owned by `uids`, but those in `keep`; return what was removed."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    removers = {"shm": libc.shmctl, "msg": libc.msgctl, "sem": lambda ident, cmd, _: libc.semctl(ident, 0, cmd)}
+    found = sorted(ipc_of(uids) - keep)
+    for kind, ident in found:
+        removers[kind](ident, IPC_RMID, None)
+    return [f"{kind} {ident}" for kind, ident in found]
 
 
 def remove_message_queue(name: str) -> list[str]:
@@ -391,26 +436,60 @@ def normal_job_passes(sb: Sandbox) -> bool:
     return passes_test(EXPECTED, run.outputs[0])
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="full isolation (namespaces, uid drop) needs root")
-@pytest.mark.parametrize("case", HOSTILE)
-def test_hostile_answer_scores_nothing_and_leaves_nothing(case: Hostile, host: Host):
+@dataclass
+class Outcome:
+    """What a hostile answer came to, and what the sandbox left behind once closed."""
+
+    status: str
+    outputs: list[str | None]
+    call_errors: list[str | None]
+    walls: str | None
+    still_works: bool
+    processes_left: list[int]
+    ipc_left: list[str]
+
+
+def run_as_root(code: str, calls: tuple[str, ...], host: Host) -> Outcome:
     with Sandbox(FAST) as sb:
-        assert sb.walls == "root"
         uids = set(sandbox_workers().values())
-        (run,) = sb.run([Job(host.fill(case.code), case.calls)])
+        assert uids, "found no sandbox worker to watch"
+        (run,) = sb.run([Job(code, calls)])
         # The pytest process surviving this far is itself a check: several answers aim at it.
         still_works = normal_job_passes(sb)
+        walls = sb.walls
     # Clean up before asserting anything, so that a failing case leaves nothing either.
     ipc_left = remove_ipc_of(uids) + remove_message_queue(host.marker)
-    assert (run.status, tuple(run.call_errors)) == (case.status, case.call_errors)
-    assert not any(SECRET in (out or "") for out in run.outputs)
-    assert not any(passes_test(EXPECTED, out) for out in run.outputs)
-    assert still_works
-    assert uids, "found no sandbox worker to watch"
-    assert processes_of(uids) == []
+    return Outcome(run.status, run.outputs, run.call_errors, walls, still_works, processes_of(uids), ipc_left)
+
+
+def run_as_user(user: NonRoot, code: str, calls: tuple[str, ...], host: Host) -> Outcome:
+    # Under our own uid (tests run by a normal user), SysV objects that were there before are not the answer's.
+    before = set() if user.prefix else ipc_of({user.uid})
+    r = user.run(code, list(calls), FAST_LIMITS, host.cwd, host.scratch)
+    left = r["left"] + (processes_of({user.uid}) if user.prefix else [])
+    ipc_left = remove_ipc_of({user.uid}, before) + remove_message_queue(host.marker)
+    return Outcome(r["status"], r["outputs"], r["call_errors"], r["walls"], passes_test(EXPECTED, r["plain"]), left,
+                   ipc_left)  # fmt: skip
+
+
+@pytest.mark.parametrize("user", ["root", "non-root"])
+@pytest.mark.parametrize("case", HOSTILE)
+def test_hostile_answer_scores_nothing_and_leaves_nothing(case: Hostile, user: str, host: Host, nonroot):
+    if user == "root":
+        if os.geteuid() != 0:
+            pytest.skip("the root sandbox needs root")
+        out = run_as_root(host.fill(case.code), case.calls, host)
+    else:
+        out = run_as_user(nonroot, host.fill(case.code), case.calls, host)
+    assert out.walls == ("root" if user == "root" else "user-namespace")
+    assert (out.status, tuple(out.call_errors)) == case.expected(out.walls)
+    assert not any(SECRET in (o or "") for o in out.outputs)
+    assert not any(passes_test(EXPECTED, o) for o in out.outputs)
+    assert out.still_works
+    assert out.processes_left == []
     assert host.files_left() == []
     assert not host.accepted_a_connection()
-    assert ipc_left == []
+    assert out.ipc_left == []
 
 
 def wait_until_dead(pid: int) -> None:
