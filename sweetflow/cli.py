@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from sweetflow.errors import InputError
+from sweetflow.errors import InputError, StageFailed
 
 console = Console()
 
@@ -223,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         # and unwrapped, so that each problem stays on its line whatever the terminal's width.
         console.print(Text.assemble(("error:", "bold red"), f" {e}"), soft_wrap=True, highlight=False)
         return 2
+    except StageFailed as e:  # e.g. a sandbox that cannot wall off the answers it would score
+        console.print(Text.assemble(("failed:", "bold red"), f" {e}"), soft_wrap=True, highlight=False)
+        return 1
 
 
 if __name__ == "__main__":

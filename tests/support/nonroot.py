@@ -43,12 +43,24 @@ class NonRoot:
     def run(self, code: str, calls: list[str], params: dict, cwd: str, scratch: str) -> dict:
         """Run one job as the user, from `cwd`, the pool's scratch under `scratch`."""
         request = {"code": code, "calls": calls, "params": params, "scratch": scratch}
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": cwd}
         out = subprocess.run(self.command("-m", "tests.support.nonroot"), input=json.dumps(request), cwd=cwd,
-                             env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+                             env=self.env(cwd), capture_output=True, text=True, timeout=120)  # fmt: skip
         if out.returncode != 0:
             raise RuntimeError(f"the sandbox as uid {self.uid} failed:\n{out.stderr[-3000:]}")
         return json.loads(out.stdout.splitlines()[-1])
+
+    def env(self, home: str) -> dict[str, str]:
+        return {**os.environ, "PYTHONPATH": str(ROOT), "HOME": home}
+
+    def without_user_namespaces(self, *args: str) -> list[str]:
+        """The command `python *args` as the user, where it may not make a user namespace: in one of its
+        own whose limit on them is 0 (the sysctl user.max_user_namespaces, as each user namespace has
+        it), or as it is where it has none to begin with."""
+        probe = subprocess.run([*self.prefix, "unshare", "--user", "--map-root-user", "true"], capture_output=True)
+        if probe.returncode != 0:
+            return self.command(*args)
+        limit = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
+        return [*self.prefix, "unshare", "--user", "--map-root-user", "sh", "-c", limit, "sh", self.python, *args]
 
     def give(self, path: str) -> None:
         if self.prefix:

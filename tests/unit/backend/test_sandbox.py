@@ -9,6 +9,7 @@ as a status or call error; every test compares against the expected output `1`.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import socket
@@ -490,6 +491,45 @@ def test_hostile_answer_scores_nothing_and_leaves_nothing(case: Hostile, user: s
     assert host.files_left() == []
     assert not host.accepted_a_connection()
     assert out.ipc_left == []
+
+
+WITHOUT_WALLS = """
+import json
+from sweetflow.backend.sandbox.pool import Job, Sandbox
+from tests.support.params import sandbox_params
+with Sandbox(sandbox_params(workers=1, run_without_walls=True)) as sb:
+    (run,) = sb.run([Job("def f(x):\\n    return x\\n", ["f(1)"])])
+    print(json.dumps({"walls": sb.walls, "isolation": sb.isolation, "output": run.outputs[0]}))
+"""
+
+
+def test_without_walls_the_sandbox_refuses_to_run_answers_unless_told_to(nonroot):
+    """A normal user denied user namespaces for real (see `NonRoot.without_user_namespaces`)."""
+    if isinstance(nonroot, str):
+        pytest.skip(nonroot)
+    base = tempfile.mkdtemp(prefix="sweetflow-nonroot-refusal-")
+    try:
+        os.chmod(base, 0o755)
+        row = json.loads((PROJECT_ROOT / "tests/data/colbench-sample/backend_test_first100.jsonl").open().readline())
+        trajectories = Path(base, "trajectories.jsonl")
+        trajectories.write_text(json.dumps({"task": row, "answer": row["ground_truth"]}) + "\n")
+        run = lambda *args: subprocess.run(nonroot.without_user_namespaces(*args), cwd=base, env=nonroot.env(base),  # noqa: E731
+                                           capture_output=True, text=True, timeout=120)  # fmt: skip
+        score = run("-m", "sweetflow.cli", "score", str(trajectories), "--domain", "backend",
+                    "--params", str(PROJECT_ROOT / "params.yaml"))  # fmt: skip
+        told = run("-c", WITHOUT_WALLS)
+    finally:
+        shutil.rmtree(base)
+    message = " ".join((score.stdout + score.stderr).split())
+    assert score.returncode == 1, message
+    assert "cannot wall off untrusted code" in message and "missing: no-network" in message
+    assert "max_user_namespaces" in message  # the worker's reason
+    assert "set run_without_walls: true" in message and "success_rate" not in message
+    assert told.returncode == 0, told.stderr
+    result = json.loads(told.stdout.splitlines()[-1])
+    assert result["walls"] is None and "no-network" not in result["isolation"]
+    assert passes_test(EXPECTED, result["output"])
+    assert "without no-network" in told.stderr  # the warning
 
 
 def wait_until_dead(pid: int) -> None:
