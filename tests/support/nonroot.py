@@ -1,9 +1,11 @@
 """Run a sandbox as a normal user, from a test run by root or by a normal user.
 
-`NonRoot.run(job)` starts this module as a separate process (`python -m tests.support.nonroot`): under
-a fresh uid when the tests run as root (setpriv), as the tests' own user otherwise. It runs one job
-in a pool of one worker, then a plain job (does the pool still work?), closes the pool and reports,
-as one JSON line, what came back and which of its descendants outlived the pool.
+`NonRoot.call("module:function", **kwargs)` starts this module as a separate process (`python -m
+tests.support.nonroot`): under a fresh uid when the tests run as root (setpriv), as the tests' own
+user otherwise. It calls the function, which returns JSON data, and reports it with the pids of the
+processes that outlived it (whatever a sandbox leaves when it closes is reparented to us).
+`run_job` is such a function: one job in a pool of one worker, then a plain job (does the pool still
+work?).
 
 The interpreter must be one the user can run, and it must start the worker the same way: a venv
 whose interpreter lies under a directory closed to others (/root/.pyenv, mode 0700) is not, so
@@ -13,6 +15,7 @@ then the user gets a venv of the system's interpreter of the same version, readi
 from __future__ import annotations
 
 import ctypes
+import importlib
 import json
 import os
 import random
@@ -40,14 +43,16 @@ class NonRoot:
     def command(self, *args: str) -> list[str]:
         return [*self.prefix, self.python, *args]
 
-    def run(self, code: str, calls: list[str], params: dict, cwd: str, scratch: str) -> dict:
-        """Run one job as the user, from `cwd`, the pool's scratch under `scratch`."""
-        request = {"code": code, "calls": calls, "params": params, "scratch": scratch}
+    def call(self, function: str, cwd: str, scratch: str | None = None, **kwargs) -> tuple[object, list[int]]:
+        """Call `function` ("module:name") as the user, from `cwd`, with tempfile's directory `scratch`:
+        (what it returned, the processes that outlived it)."""
+        request = {"function": function, "kwargs": kwargs, "scratch": scratch}
         out = subprocess.run(self.command("-m", "tests.support.nonroot"), input=json.dumps(request), cwd=cwd,
-                             env=self.env(cwd), capture_output=True, text=True, timeout=120)  # fmt: skip
+                             env=self.env(cwd), capture_output=True, text=True, timeout=300)  # fmt: skip
         if out.returncode != 0:
-            raise RuntimeError(f"the sandbox as uid {self.uid} failed:\n{out.stderr[-3000:]}")
-        return json.loads(out.stdout.splitlines()[-1])
+            raise RuntimeError(f"{function} as uid {self.uid} failed:\n{out.stderr[-3000:]}")
+        reply = json.loads(out.stdout.splitlines()[-1])
+        return reply["result"], reply["left"]
 
     def env(self, home: str) -> dict[str, str]:
         return {**os.environ, "PYTHONPATH": str(ROOT), "HOME": home}
@@ -127,21 +132,25 @@ def _reap_orphans(patience_s: float = 5.0) -> list[int]:
         time.sleep(0.05)
 
 
-def main() -> None:
+def run_job(code: str, calls: list[str], params: dict) -> dict:
     from sweetflow.backend.sandbox.pool import Job, Sandbox
     from tests.support.params import sandbox_params
 
-    request = json.loads(sys.stdin.read())
-    tempfile.tempdir = request["scratch"]
-    # Whatever a worker leaves when it dies becomes our child, so that we can tell it outlived the pool.
-    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    with Sandbox(sandbox_params(**request["params"])) as sb:
-        (run,) = sb.run([Job(request["code"], request["calls"])])
+    with Sandbox(sandbox_params(**params)) as sb:
+        (run,) = sb.run([Job(code, calls)])
         (plain,) = sb.run([Job("def f(x):\n    return x\n", ["f(1)"])])
-        walls = sb.walls
-    left = _reap_orphans()
-    print(json.dumps({"status": run.status, "outputs": run.outputs, "call_errors": run.call_errors, "walls": walls,
-                      "plain": plain.outputs[0], "left": left}))  # fmt: skip
+        return {"status": run.status, "outputs": run.outputs, "call_errors": run.call_errors, "walls": sb.walls,
+                "plain": plain.outputs[0]}  # fmt: skip
+
+
+def main() -> None:
+    request = json.loads(sys.stdin.read())
+    if request["scratch"]:
+        tempfile.tempdir = request["scratch"]
+    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    module, name = request["function"].split(":")
+    result = getattr(importlib.import_module(module), name)(**request["kwargs"])
+    print(json.dumps({"result": result, "left": _reap_orphans()}))
 
 
 if __name__ == "__main__":

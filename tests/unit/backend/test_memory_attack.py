@@ -5,12 +5,15 @@ the bytes of every job the worker read before, freed or not. This answer reads /
 copies each anonymous readable region with ctypes, finds `def <name>(` of a function other than
 itself, runs that and returns what it returns. Within one pool that has just run the references it
 finds some of them (the attack is real); `sweetflow score` runs references and answers in separate
-pools, so there it finds nothing and scores 0.
+pools, so there it finds nothing and scores 0. Both hold in root's sandbox and in a normal user's.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from sweetflow.backend.scoring import check_references, score_answers
 from sweetflow.backend.tasks.colbench import task_from_row
 from sweetflow.params import RenderParams, SimilarityParams
 from sweetflow.scorefile import score_file
+from tests.support.nonroot import NonRoot
 from tests.support.params import render_params, sandbox_params, similarity_params
 from tests.support.project import ROOT
 
@@ -90,21 +94,56 @@ def scraper(name: str) -> str:
     return SCRAPER.replace("NAME", name)
 
 
-def test_in_one_pool_after_the_references_the_scraper_finds_some_of_them():
+def scraper_successes_in_one_pool() -> int:
     tasks = [task_from_row(r) for r in ROWS]
     with Sandbox(sandbox_params(workers=1)) as sandbox:
         expected = [c.expected for c in check_references(tasks, sandbox)]
         scores = score_answers([scraper(t["function_name"]) for t in tasks], expected,
                                [t["test_cases"] for t in tasks], sandbox)  # fmt: skip
-    assert sum(s.success for s in scores) > 0  # why references and answers must not share a pool
+    return sum(s.success for s in scores)
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_sweetflow_score_keeps_references_out_of_the_answers_pool(tmp_path: Path, workers: int):
-    rows = tmp_path / "trajectories.jsonl"
+def scraper_success_rate_by_score_file(workdir: str, workers: int) -> float:
+    rows = Path(workdir) / "trajectories.jsonl"
     rows.write_text("".join(json.dumps({"task": r, "answer": scraper(task_from_row(r)["function_name"])}) + "\n"
                             for r in ROWS))  # fmt: skip
     render: RenderParams = render_params()
     similarity: SimilarityParams = similarity_params()
     summary = score_file(rows, "backend", None, sandbox_params(workers=workers), render, similarity)
-    assert summary["count"] == len(ROWS) and summary["success_rate"] == 0.0
+    assert summary["count"] == len(ROWS)
+    return summary["success_rate"]
+
+
+@pytest.fixture
+def workdir() -> str:
+    """A directory that the normal user may write in, too (pytest's tmp_path is closed to others)."""
+    path = tempfile.mkdtemp(prefix="sweetflow-memory-attack-")
+    os.chmod(path, 0o777)
+    yield path
+    shutil.rmtree(path)
+
+
+def as_user(user: str, nonroot: NonRoot | str, function, cwd: str, **kwargs):
+    """`function(**kwargs)` here (root's sandbox), or as a normal user (that user's sandbox)."""
+    if user == "root":
+        if os.geteuid() != 0:
+            pytest.skip("the root sandbox needs root")
+        return function(**kwargs)
+    if isinstance(nonroot, str):
+        pytest.skip(nonroot)
+    result, left = nonroot.call(f"{__name__}:{function.__name__}", cwd, **kwargs)
+    assert left == []
+    return result
+
+
+@pytest.mark.parametrize("user", ["root", "non-root"])
+def test_in_one_pool_after_the_references_the_scraper_finds_some_of_them(user: str, nonroot, workdir: str):
+    successes = as_user(user, nonroot, scraper_successes_in_one_pool, workdir)
+    assert successes > 0  # why references and answers must not share a pool
+
+
+@pytest.mark.parametrize("user", ["root", "non-root"])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sweetflow_score_keeps_references_out_of_the_answers_pool(user: str, workers: int, nonroot, workdir: str):
+    rate = as_user(user, nonroot, scraper_success_rate_by_score_file, workdir, workdir=workdir, workers=workers)
+    assert rate == 0.0

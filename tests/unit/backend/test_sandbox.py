@@ -27,7 +27,7 @@ import pytest
 from sweetflow.backend.sandbox import plaindata
 from sweetflow.backend.sandbox.pool import PROJECT_ROOT, Job, Sandbox
 from sweetflow.backend.scoring import check_references, passes_test, score_answers
-from tests.support.nonroot import NonRoot, non_root
+from tests.support.nonroot import NonRoot
 from tests.support.params import sandbox_params
 
 SECRET = f"sk-sweetflow-test-{uuid.uuid4().hex}"
@@ -341,15 +341,6 @@ def server():
         yield sock
 
 
-@pytest.fixture(scope="module")
-def nonroot() -> NonRoot | str:
-    """A normal user to run the sandbox as, or why there is none."""
-    workdir = tempfile.mkdtemp(prefix="sweetflow-nonroot-")
-    os.chmod(workdir, 0o755)
-    yield non_root(Path(workdir))
-    shutil.rmtree(workdir)
-
-
 @pytest.fixture
 def host(tmp_path, monkeypatch, server, user, nonroot) -> Host:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
@@ -466,8 +457,9 @@ def run_as_root(code: str, calls: tuple[str, ...], host: Host) -> Outcome:
 def run_as_user(user: NonRoot, code: str, calls: tuple[str, ...], host: Host) -> Outcome:
     # Under our own uid (tests run by a normal user), SysV objects that were there before are not the answer's.
     before = set() if user.prefix else ipc_of({user.uid})
-    r = user.run(code, list(calls), FAST_LIMITS, host.cwd, host.scratch)
-    left = r["left"] + (processes_of({user.uid}) if user.prefix else [])
+    r, left = user.call("tests.support.nonroot:run_job", host.cwd, host.scratch, code=code, calls=list(calls),
+                        params=FAST_LIMITS)  # fmt: skip
+    left += processes_of({user.uid}) if user.prefix else []
     ipc_left = remove_ipc_of({user.uid}, before) + remove_message_queue(host.marker)
     return Outcome(r["status"], r["outputs"], r["call_errors"], r["walls"], passes_test(EXPECTED, r["plain"]), left,
                    ipc_left)  # fmt: skip
