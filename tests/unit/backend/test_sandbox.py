@@ -505,8 +505,11 @@ def test_without_walls_the_sandbox_refuses_to_run_answers_unless_told_to(nonroot
         row = json.loads((PROJECT_ROOT / "tests/data/colbench-sample/backend_test_first100.jsonl").open().readline())
         trajectories = Path(base, "trajectories.jsonl")
         trajectories.write_text(json.dumps({"task": row, "answer": row["ground_truth"]}) + "\n")
-        run = lambda *args: subprocess.run(nonroot.without_user_namespaces(*args), cwd=base, env=nonroot.env(base),  # noqa: E731
-                                           capture_output=True, text=True, timeout=120)  # fmt: skip
+
+        def run(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run(nonroot.without_user_namespaces(*args), cwd=base, env=nonroot.env(base),
+                                  capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+
         score = run("-m", "sweetflow.cli", "score", str(trajectories), "--domain", "backend",
                     "--params", str(PROJECT_ROOT / "params.yaml"))  # fmt: skip
         told = run("-c", WITHOUT_WALLS)
