@@ -71,7 +71,9 @@ SCRAPER = textwrap.dedent(
             except Exception:
                 continue
             for code in candidates(data, needle):
-                if MARK in code or "memory-scraper-" in code:
+                # Its own copies: the whole answer carries the marker; its last function alone (the
+                # worker may hold it apart) calls the search.
+                if MARK in code or "memory-scraper-" in code or "fn = sea" + "rch(" in code:
                     continue
                 space = {}
                 try:
