@@ -10,7 +10,10 @@
 # Everything but the packages and munge's key (Debian's, /etc/munge) lives in $SWEETFLOW_SLURM_DIR
 # (default /tmp/sweetflow-slurm): slurm.conf, gres.conf, state, logs, and partitions.yaml, the site
 # file of workflow/profiles/slurm for this cluster. SLURM's commands find the config through
-# SLURM_CONF, which `env` prints; nothing is written to /etc/slurm.
+# SLURM_CONF, which `env` prints, with one exception: inside a job, Snakemake's SLURM job step clears
+# every SLURM_* variable but the job's identity before its `srun`, which then reads the default
+# /etc/slurm/slurm.conf. So `start` links that path to this cluster's config when no other config is
+# there, and `stop` removes the link.
 #
 # The cluster: one node with this machine's cores and memory (`slurmd -C`), in two partitions that
 # mirror a real site: `cpu` (the default) and `gpu`. The node's GPUs are stand-ins (device files
@@ -25,6 +28,7 @@ set -euo pipefail
 STATE=${SWEETFLOW_SLURM_DIR:-/tmp/sweetflow-slurm}
 CONF=$STATE/etc/slurm.conf
 MUNGE_SOCKET=$STATE/munge/munge.socket
+DEFAULT_CONF=/etc/slurm/slurm.conf
 GPUS=2  # count-only GPUs of the gpu partition
 
 die() { echo "slurm.sh: $*" >&2; exit 1; }
@@ -118,6 +122,12 @@ EOF
 start() {
     install_packages
     export SLURM_CONF=$CONF
+    if [ -e "$DEFAULT_CONF" ] && [ "$(readlink "$DEFAULT_CONF")" != "$CONF" ]; then
+        echo "slurm.sh: warning: $DEFAULT_CONF is another config; srun inside Snakemake's jobs will read it" >&2
+    else
+        mkdir -p "$(dirname "$DEFAULT_CONF")"
+        ln -sfn "$CONF" "$DEFAULT_CONF"
+    fi
     if alive "$STATE/run/slurmctld.pid" && alive "$STATE/run/slurmd.pid"; then
         echo "slurm.sh: already running ($STATE)"
         return
@@ -146,6 +156,9 @@ stop() {
     fi
     if alive "$STATE/munge/munged.pid"; then
         kill "$(cat "$STATE/munge/munged.pid")"
+    fi
+    if [ "$(readlink "$DEFAULT_CONF")" = "$CONF" ]; then
+        rm "$DEFAULT_CONF"
     fi
     for _ in $(seq 30); do
         alive "$STATE/run/slurmctld.pid" || alive "$STATE/run/slurmd.pid" || alive "$STATE/munge/munged.pid" || {
