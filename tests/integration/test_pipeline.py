@@ -59,7 +59,7 @@ def test_each_rule_asks_for_what_its_stage_declares():
     """The Snakefile makes a stage's meta.resources its rule's threads and resources (dry run)."""
     stages = {s.rule_name: s.resources for s in load_stages(ROOT)}
     plan = run(["snakemake", "-n", "--forceall", "--cores", "8", "policy_backend_sweet"], ROOT).stdout
-    jobs = re.findall(r"rule (\w+):.*?threads: (\d+)\n\s+resources: ([^\n]+)", plan, re.S)
+    jobs = re.findall(r"rule (\w+):.*?threads: (\d+)\n\s+resources: ([^\n]+)", plan, re.DOTALL)
     assert {"tasks_backend", "critic_backend_with_info", "policy_backend_sweet"} <= {rule for rule, _, _ in jobs}
     for rule, threads, resources in jobs:
         declared = dict(item.split("=", 1) for item in resources.split(", "))
