@@ -1,7 +1,7 @@
 # The two entry points of the README. Each sets up what it needs first.
 # Stage commands call `python`: the venv's must come first on PATH.
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
-.PHONY: setup repro test bench
+.PHONY: setup repro test test-slurm bench
 
 setup:
 	bash scripts/setup.sh
@@ -11,6 +11,13 @@ repro: setup
 
 test: setup
 	python -m pytest -n 2 --dist loadfile -q
+
+# The DAG through real SLURM jobs (tests marked slurm, which `make test` leaves out): installs the
+# executor plugin, starts scripts/slurm.sh's single-node cluster if it is down (root, Debian) and
+# stops it after. About N minutes.
+test-slurm:
+	SWEETFLOW_EXTRAS=slurm bash scripts/setup.sh
+	python -m pytest -q -p no:xdist -m slurm tests/integration/test_slurm.py
 
 bench: setup
 	python bench/score_throughput.py

@@ -1,5 +1,6 @@
 # The pipeline for Snakemake, built from dvc.yaml at parse time (see sweetflow/dag.py): this file
-# only wires rules; executors, threads and resources belong in workflow/profiles/.
+# only wires rules. Each rule's threads and resources are its stage's `meta.resources` in dvc.yaml;
+# executors and the site (partitions, account) belong in workflow/profiles/.
 from sweetflow.dag import is_directory_out, load_stages, snakemake_inputs
 
 STAGES = load_stages(workflow.basedir)
@@ -25,6 +26,9 @@ for stage in STAGES:
             # Listed so that a change of the stage's params.yaml values reruns it, as in DVC.
             values=stage.params,
             cmd=stage.cmd,
+        threads: stage.resources.cpus
+        resources:
+            **stage.resources.snakemake(),
         log:
             f"logs/{stage.rule_name}.log",
         conda:

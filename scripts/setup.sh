@@ -10,13 +10,17 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 
+# The stamp records the extras installed; SWEETFLOW_EXTRAS (e.g. slurm: the cluster executor, which
+# `make test-slurm` asks for) adds to them, and a later run without it keeps them.
 stamp=.venv/.sweetflow-setup
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ]; then
+had=$(cat "$stamp" 2>/dev/null || true)
+extras=$(tr ',' '\n' <<<"dev,$had,${SWEETFLOW_EXTRAS:-}" | sed '/^$/d' | sort -u | paste -sd, -)
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ] || [ "$extras" != "$had" ]; then
     .venv/bin/python -m pip install --quiet --upgrade pip
     # torch first and pinned: 2.13.0 is the CPU wheel here; anything newer pulls a CUDA build.
     .venv/bin/python -m pip install --quiet torch==2.13.0
-    .venv/bin/python -m pip install --quiet -e '.[dev]'
-    touch "$stamp"
+    .venv/bin/python -m pip install --quiet -e ".[$extras]"
+    echo "$extras" >"$stamp"
 fi
 
 # Frontend pages render on Debian's Chromium (Playwright's own browser download does not work here).

@@ -1,7 +1,9 @@
 """The pipeline as `dvc.yaml` defines it, resolved by DVC's own parser, and the code each stage runs.
 
 The Snakefile builds its rules from `load_stages()`, so `foreach`/`matrix` stages and `${}`
-templating resolve exactly as `dvc repro` resolves them and the DAG is written once.
+templating resolve exactly as `dvc repro` resolves them and the DAG is written once. What a stage
+needs to run (cores, memory, GPUs, time) is declared beside it too, in its `meta: {resources: ...}`,
+which DVC keeps but ignores and the Snakefile turns into the rule's `threads` and `resources`.
 `code_closure` lists the project's source files a stage's module may import, which its `deps`
 in dvc.yaml must cover (a test holds them to it).
 """
@@ -15,11 +17,34 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from sweetflow.params import DOMAINS
 
 ROOT = Path(__file__).resolve().parent.parent
 FIRST_PARTY = ("sweetflow", "stages")
 MODULE_NAME = re.compile(r"(?:sweetflow|stages)(?:\.\w+)+")
+
+
+class Resources(BaseModel):
+    """What one run of a stage needs (dvc.yaml, a stage's `meta.resources`): one SLURM job's request."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cpus: int = Field(ge=1, description="CPU cores: the rule's Snakemake threads, SLURM's --cpus-per-task.")
+    mem_mb: int = Field(ge=1, description="Memory in MB: SLURM's --mem.")
+    gpus: int = Field(
+        ge=0, description="GPUs on one node: SLURM's --gpus; an accelerate launch should start one process per GPU."
+    )
+    runtime: int = Field(ge=1, description="Wall-time limit in minutes: SLURM's --time.")
+
+    def snakemake(self) -> dict[str, int]:
+        """The rule's `resources:`. `gpu` is the key the SLURM executor turns into --gpus and chooses a
+        partition with GPUs for; a CPU stage leaves it out, so it goes to a partition without."""
+        out = {"mem_mb": self.mem_mb, "runtime": self.runtime}
+        if self.gpus:
+            out["gpu"] = self.gpus
+        return out
 
 
 @dataclass(frozen=True)
@@ -29,6 +54,7 @@ class StageSpec:
     deps: tuple[str, ...]  # paths relative to the repo root
     outs: tuple[str, ...]
     params: str  # the stage's resolved params, as canonical JSON
+    resources: Resources
 
     @property
     def rule_name(self) -> str:
@@ -75,8 +101,21 @@ def load_stages(root: Path | str = ".") -> list[StageSpec]:
             outs = tuple(_relative(o.fs_path, root) for o in stage.outs)
             # `name`, not `addressing`: the latter is prefixed with the dvc.yaml's path when the
             # working directory is not the project's, and the project has one dvc.yaml.
-            specs.append(StageSpec(stage.name, cmd, tuple(deps), outs, json.dumps(params, sort_keys=True)))
+            resources = stage_resources(stage.name, stage.meta)
+            specs.append(StageSpec(stage.name, cmd, tuple(deps), outs, json.dumps(params, sort_keys=True), resources))
     return specs
+
+
+def stage_resources(name: str, meta: object) -> Resources:
+    """A stage's `meta.resources`, checked; the error names the stage and the field."""
+    declared = meta.get("resources") if isinstance(meta, dict) else None
+    if declared is None:
+        raise ValueError(f"dvc.yaml: stage {name!r} declares no meta.resources (cpus, mem_mb, gpus, runtime)")
+    try:
+        return Resources.model_validate(declared)
+    except ValidationError as e:
+        problems = "; ".join(f"meta.resources.{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        raise ValueError(f"dvc.yaml: stage {name!r}: {problems}") from None
 
 
 def _relative(path: str, root: Path) -> str:

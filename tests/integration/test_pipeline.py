@@ -56,6 +56,19 @@ def test_snakemake_lint_is_clean():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_each_rule_asks_for_what_its_stage_declares():
+    """The Snakefile makes a stage's meta.resources its rule's threads and resources (dry run)."""
+    stages = {s.rule_name: s.resources for s in load_stages(ROOT)}
+    plan = run(["snakemake", "-n", "--forceall", "--cores", "8", "policy_backend_sweet"], ROOT).stdout
+    jobs = re.findall(r"rule (\w+):.*?threads: (\d+)\n\s+resources: ([^\n]+)", plan, re.DOTALL)
+    assert {"tasks_backend", "critic_backend_with_info", "policy_backend_sweet"} <= {rule for rule, _, _ in jobs}
+    for rule, threads, resources in jobs:
+        declared = dict(item.split("=", 1) for item in resources.split(", "))
+        assert int(threads) == stages[rule].cpus, rule
+        assert {k: int(declared[k]) for k in stages[rule].snakemake()} == stages[rule].snakemake(), rule
+        assert ("gpu" in declared) == (stages[rule].gpus > 0), rule
+
+
 def test_dvc_repro_generates_tasks_and_references_pass(repro_project: Path):
     metrics = json.loads((repro_project / "reports/backend/reference/metrics.json").read_text())
     assert metrics["count"] == SMALL_PARAMS["backend"]["tasks"]["n_test"]
@@ -139,7 +152,9 @@ def test_dvc_and_snakemake_produce_identical_artifacts_and_snakemakes_are_shared
     `dvc push` sends them to a remote, and a teammate's clone pulls them with nothing left to run."""
     targets = ["evaluate_policy@backend-sweet", "evaluate_policy@backend-sweet_no_info"]
     snake_project = make_project(tmp_path / "snake", SMALL_PARAMS)
-    run(["snakemake", "--profile", "workflow/profiles/default", "--cores", "2", *map(rule_name, targets)], snake_project)
+    # One thread a rule, as SMALL_PARAMS trains (the declared cores are the paper's): two run at once.
+    run(["snakemake", "--profile", "workflow/profiles/default", "--cores", "2", "--max-threads", "1",
+         *map(rule_name, targets)], snake_project)  # fmt: skip
     stages = load_stages(snake_project)
     outs = [Path(out) for target in targets for stage in upstream(stages, target) for out in stage.outs]
     assert {"models/backend/base", "data/backend/step_pairs/with_info", "data/backend/evaluations/sweet"} <= {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sweetflow.dag import code_closure, load_stages, snakemake_inputs, uncovered_code
+from sweetflow.dag import code_closure, load_stages, snakemake_inputs, stage_resources, uncovered_code
 from tests.support.project import ROOT
 
 STAGES = load_stages(ROOT)
@@ -18,6 +18,32 @@ STAGES = load_stages(ROOT)
 def test_every_stage_depends_on_the_code_it_imports(spec):
     assert spec.module, f"{spec.name}: its cmd runs no stage module"
     assert uncovered_code(spec) == [], f"{spec.name}: add these to its deps in dvc.yaml"
+
+
+def test_resources_are_declared_beside_every_stage_and_gpus_only_where_models_run():
+    """load_stages reads each stage's meta.resources (it fails on one without); stages that train or
+    sample a model ask for a GPU, the others for none, so the executor sends them to a CPU partition."""
+    by_kind = {}
+    for spec in STAGES:
+        by_kind.setdefault(spec.name.split("@")[0], set()).add(spec.resources)
+    assert all(len(declared) == 1 for declared in by_kind.values())  # every domain and policy alike
+    gpu = {kind for kind, declared in by_kind.items() if next(iter(declared)).gpus}
+    assert gpu == {"base_model", "rollout", "evaluate_base", "critic", "candidates", "rank", "critic_check", "policy",
+                   "evaluate_policy", "validate"}  # fmt: skip
+    policy = next(s for s in STAGES if s.name == "policy@backend-sweet").resources
+    assert policy.snakemake() == {"mem_mb": policy.mem_mb, "runtime": policy.runtime, "gpu": policy.gpus}
+    assert "gpu" not in next(s for s in STAGES if s.name == "tasks@backend").resources.snakemake()
+
+
+def test_undeclared_or_wrong_resources_name_the_stage_and_field():
+    with pytest.raises(ValueError, match=r"dvc.yaml: stage 'rank@backend-x' declares no meta.resources"):
+        stage_resources("rank@backend-x", {"owner": "me"})
+    with pytest.raises(ValueError) as error:
+        stage_resources("rank@backend-x", {"resources": {"cpus": 2, "mem_mb": 8000, "gpus": -1, "minutes": 5}})
+    message = str(error.value)
+    assert message.startswith("dvc.yaml: stage 'rank@backend-x': ")
+    for field in ("meta.resources.gpus", "meta.resources.runtime", "meta.resources.minutes"):
+        assert field in message
 
 
 def test_a_dependency_left_out_is_named():
