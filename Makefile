@@ -14,7 +14,7 @@ test: setup
 
 # The DAG through real SLURM jobs (tests marked slurm, which `make test` leaves out): installs the
 # executor plugin, starts scripts/slurm.sh's single-node cluster if it is down (root, Debian) and
-# stops it after. About N minutes.
+# stops it after. About 7 minutes (14 jobs, one at a time on a 2-core node).
 test-slurm:
 	SWEETFLOW_EXTRAS=slurm bash scripts/setup.sh
 	python -m pytest -q -p no:xdist -m slurm tests/integration/test_slurm.py

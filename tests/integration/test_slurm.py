@@ -92,6 +92,7 @@ def test_snakemake_on_slurm_runs_one_job_per_rule_with_the_declared_resources_an
     snake_project = make_project(tmp_path / "slurm", SMALL_PARAMS)
     stages = upstream(load_stages(snake_project), TARGET)
     profile = slurm_test_profile(tmp_path, cluster, stages)
+    node_cpus = yaml.safe_load((profile / "config.yaml").read_text())["max-threads"]
     # DVC runs the same part of the DAG meanwhile: the SLURM run waits on polling most of the time.
     dvc = subprocess.Popen(["dvc", "repro", "--quiet", TARGET], cwd=dvc_project, env=tool_env(),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
@@ -112,7 +113,7 @@ def test_snakemake_on_slurm_runs_one_job_per_rule_with_the_declared_resources_an
         declared = spec.resources
         assert job["job_state"] == "COMPLETED", (spec.name, job["job_state"])
         assert job["time_limit"] == declared.runtime, spec.name
-        assert job["cpus"] == min(declared.cpus, 2), spec.name  # max-threads: this node's 2 cores
+        assert job["cpus"] == min(declared.cpus, node_cpus), spec.name  # the profile's max-threads
         if declared.gpus:
             assert (job["partition"], job["tres_per_job"]) == ("gpu", f"gres:gpu:{declared.gpus}"), spec.name
         else:
