@@ -48,7 +48,7 @@ class NonRoot:
         (what it returned, the processes that outlived it)."""
         request = {"function": function, "kwargs": kwargs, "scratch": scratch}
         out = subprocess.run(self.command("-m", "tests.support.nonroot"), input=json.dumps(request), cwd=cwd,
-                             env=self.env(cwd), capture_output=True, text=True, timeout=300)  # fmt: skip
+                             env=self.env(cwd), capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
         if out.returncode != 0:
             raise RuntimeError(f"{function} as uid {self.uid} failed:\n{out.stderr[-3000:]}")
         reply = json.loads(out.stdout.splitlines()[-1])
@@ -61,7 +61,7 @@ class NonRoot:
         """The command `python *args` as the user, where it may not make a user namespace: in one of its
         own whose limit on them is 0 (the sysctl user.max_user_namespaces, as each user namespace has
         it), or as it is where it has none to begin with."""
-        probe = subprocess.run([*self.prefix, "unshare", "--user", "--map-root-user", "true"], capture_output=True)
+        probe = subprocess.run([*self.prefix, "unshare", "--user", "--map-root-user", "true"], capture_output=True, check=False)
         if probe.returncode != 0:
             return self.command(*args)
         limit = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
@@ -103,7 +103,7 @@ def non_root(workdir: Path) -> NonRoot | str:
 
 def _works(user: NonRoot) -> bool:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(user.command("-c", CHECK), cwd="/", env=env, capture_output=True).returncode == 0
+    return subprocess.run(user.command("-c", CHECK), cwd="/", env=env, capture_output=True, check=False).returncode == 0
 
 
 def _children() -> list[int]:

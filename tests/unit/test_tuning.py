@@ -8,7 +8,14 @@ import re
 import pytest
 
 from sweetflow.tuning import (
-    OFFICIAL_NLL, Trial, choose, configurations, experiment_name, queue_command, render, write_table,
+    OFFICIAL_NLL,
+    Trial,
+    choose,
+    configurations,
+    experiment_name,
+    queue_command,
+    render,
+    write_table,
 )
 
 HEADLINE = ("tests_passed", "success_rate")
