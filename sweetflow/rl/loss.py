@@ -114,7 +114,7 @@ class PreferenceLoss(nn.Module):
             raise ValueError(f"a batch holds chosen then rejected rows: got an odd count, {policy_sums.shape[0]}")
         responses = slice(None, -1) if self.nll_span == "dialogue" else slice(None)
         if policy_sums[:, responses].shape[1] == 0:
-            raise ValueError("nll_span 'dialogue' needs the context segment after the responses' (with_context_segment)")
+            raise ValueError("nll_span 'dialogue' needs a context segment after the responses (PairData.with_context_segment)")
         scores = segment_scores(policy_sums[:, responses], ref_sums[:, responses], counts[:, responses], self.length_normalize)
         chosen, rejected = scores.sum(dim=1).chunk(2)
         preference = bradley_terry_loss(chosen, rejected, self.beta).mean()
