@@ -336,11 +336,13 @@ def test_the_run_site_opens_from_disk_with_working_filters_pictures_and_links(re
         page.select_option("select[name=outcome]", "all tests passed")
         solved = page.eval_on_selector_all("details.dialogue", "ds => ds.map(d => d.dataset.outcome)")
         assert len(solved) == expert["success"].sum() > 0 and set(solved) == {"all tests passed"}
-        first = page.locator("details.dialogue").first
-        first.locator("summary").click()
-        assert first.locator("li.told").count() > 0  # it asked, and was told
-        results = first.locator("table.tests td:last-child").all_inner_texts()
-        assert results and set(results) == {"pass"}  # each test's actual value equals the expected one
+        told = 0
+        for dialogue in page.locator("details.dialogue").all():
+            dialogue.locator("summary").click()
+            told += dialogue.locator("li.told").count()  # a task of a family without facts has none
+            results = dialogue.locator("table.tests td:last-child").all_inner_texts()
+            assert results and set(results) == {"pass"}  # each test's actual value equals the expected one
+        assert told > 0  # it asked, and was told
         page.select_option("select[name=outcome]", "")
         family = page.eval_on_selector("select[name=family] option:nth-child(2)", "o => o.value")
         page.select_option("select[name=family]", family)
