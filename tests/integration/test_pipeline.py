@@ -339,6 +339,7 @@ def test_the_run_site_opens_from_disk_with_working_filters_pictures_and_links(re
         told = 0
         for dialogue in page.locator("details.dialogue").all():
             dialogue.locator("summary").click()
+            dialogue.locator("table.tests").wait_for()  # filled in when the dialogue opens
             told += dialogue.locator("li.told").count()  # a task of a family without facts has none
             results = dialogue.locator("table.tests td:last-child").all_inner_texts()
             assert results and set(results) == {"pass"}  # each test's actual value equals the expected one
