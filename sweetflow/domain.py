@@ -28,6 +28,7 @@ import polars as pl
 
 from sweetflow.agents.model import make_model_agent
 from sweetflow.dialogue import Agent
+from sweetflow.errors import InputError
 from sweetflow.params import DOMAINS, AgentParams, NoAskAgentParams, Params, ScriptedAgentParams
 
 
@@ -81,6 +82,15 @@ class Domain(ABC):
         """Each candidate action's kind and whether it is good at its state (state_id, candidate,
         kind, good), for the critic's mechanism metrics; None where the domain has no such labels."""
         return None
+
+    def offline_task_id(self, row: dict, path: object, line: int) -> str:
+        """The id of the task an official trajectory line's `task` object describes, derived from its
+        content (the id the `colbench` task source gives it); a bad object names file, line and field."""
+        raise InputError(f"{path}: importing trajectories is supported for the backend domain only, not {self.name}")
+
+    def offline_task_ids(self, tasks: list[dict]) -> dict[str, str]:
+        """`offline_task_id` of each of `tasks` (of any task source), mapped to its own task_id."""
+        raise InputError(f"importing trajectories is supported for the backend domain only, not {self.name}")
 
 
 def get_domain(name: str) -> Domain:

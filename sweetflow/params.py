@@ -398,6 +398,47 @@ class RolloutParams(Section):
     seed: int = Field(description="Seed of the episodes' sampling.")
 
 
+OFFLINE_DIR = Path("data/offline")  # where imported trajectory files live: the rollout stage depends on it
+
+
+class OfflineDataParams(RolloutParams):
+    """Offline data of SWEET-RL step 1 (stage `rollout@<domain>`): the base policy's own trajectories,
+    or trajectories made elsewhere (the official offline data set), imported."""
+
+    source: Literal["policy", "import"] = Field(
+        description="'policy': run `agent` on the first `max_tasks` training tasks, `samples_per_task` times each "
+        "(the paper's step 1); 'import': read the trajectories of `import_file` instead (backend only; `agent`, "
+        "`samples_per_task` and `seed` are then unused)."
+    )
+    import_file: Path | None = Field(
+        description="Source 'import': a JSONL of trajectories in ColBench's official shape (task, dialogue_history, "
+        "answer, reward; the official offline data, or `sweetflow export-trajectories` output), under data/offline/, "
+        "the stage's declared dependency, so that DVC reruns it when the file changes. A line's task is matched by "
+        "its reference and tests: lines on validation tasks, or on training tasks after the first `max_tasks`, are "
+        "skipped and counted; a line on any other task is an error."
+    )
+    import_reward: Literal["sandbox", "file"] = Field(
+        description="Source 'import': 'sandbox' scores every answer again with this run's scorer (`<domain>.scoring`; "
+        "the file's rewards are only compared, in the metrics); 'file' trusts the file's reward (success: reward 1)."
+    )
+
+    @model_validator(mode="after")
+    def _import_needs_its_file(self) -> OfflineDataParams:
+        if self.source == "import" and self.import_file is None:
+            raise ValueError("source 'import' needs import_file (a JSONL of trajectories under data/offline/)")
+        if self.source == "policy" and self.import_file is not None:
+            raise ValueError("import_file is read only with source 'import'; set `import_file: null`")
+        if self.import_file is not None and (
+            self.import_file.is_absolute() or ".." in self.import_file.parts
+            or not self.import_file.is_relative_to(OFFLINE_DIR) or self.import_file == OFFLINE_DIR
+        ):  # fmt: skip
+            raise ValueError(
+                f"import_file must lie under {OFFLINE_DIR}/ (the stage's declared dependency; copy or `dvc add` the "
+                f"file there), got {str(self.import_file)!r}"
+            )
+        return self
+
+
 class PairsParams(Section):
     """Trajectory preferences from the offline rollouts (stage `trajectory_pairs@<domain>`, SWEET-RL
     step 2). Backend: the best sample of a task that reaches `success_reward` against each worse one;
@@ -588,7 +629,7 @@ class Params(Section):
     )
     episodes: EpisodeParams = Field(description=EpisodeParams.__doc__)
     demos: RolloutParams = Field(description="Scripted demonstrations that warm-start a tiny base policy (stage `demos@<domain>`).")
-    rollout: RolloutParams = Field(description="Offline data of SWEET-RL step 1 (stage `rollout@<domain>`).")
+    rollout: OfflineDataParams = Field(description=OfflineDataParams.__doc__)
     pairs: PairsParams = Field(description=PairsParams.__doc__)
     training: TrainingParams = Field(description=TrainingParams.__doc__)
     critics: dict[str, CriticParams] = Field(
@@ -625,6 +666,12 @@ class Params(Section):
                 raise ValueError(f"train_domains has {domain!r}, whose tasks.n_train is 0: nothing to train on")
             if self.domain(domain).tasks.n_val == 0:
                 raise ValueError(f"train_domains has {domain!r}, whose tasks.n_val is 0: nothing to validate on")
+        if self.rollout.source == "import":
+            if "frontend" in self.train_domains:
+                raise ValueError("rollout.source 'import' reads backend trajectories; train_domains has 'frontend'")
+            tasks = self.backend.tasks
+            if tasks.source == "colbench" and tasks.colbench_train is None:
+                raise ValueError("rollout.source 'import' needs training tasks: backend.tasks.colbench_train is null")
         return self
 
     def domain(self, name: str) -> BackendParams | FrontendParams:
