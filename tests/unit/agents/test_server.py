@@ -5,6 +5,7 @@ ready, one that serves another model), each leaving no process behind, even when
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from sweetflow.agents.model import open_model_agent, served_records
 from sweetflow.agents.server import ServerError, fill, serve, served_record
 from sweetflow.dialogue import AgentTurn, EpisodeView, Message
 from sweetflow.errors import InputError
-from sweetflow.params import ParamsError, ServerParams, load_params
+from sweetflow.params import ParamsError, ServedAgentParams, ServerParams, load_params
 from tests.support.llm_server import cpu_server
 from tests.support.params import project_params
 from tests.support.project import ROOT, merge
@@ -90,6 +91,15 @@ def test_the_record_names_the_checkpoint_and_the_model_and_leaves_the_port_out()
               "agents.base": project_params().agents["base"]}  # fmt: skip
     records = served_records(agents, {"models/backend/policies/sweet/seed1": "abc123"})
     assert records == {"seed1": {**record, "checkpoint_hash": "abc123"}}  # in-process agents serve nothing
+
+
+def test_the_documented_gpu_server_is_a_valid_served_agent():
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+    documented = [yaml.safe_load(b)["evaluate"]["policy"] for b in blocks if "backend: served" in b]
+    assert len(documented) == 1
+    policy = ServedAgentParams(**documented[0])
+    assert policy.server.command[:2] == ["vllm", "serve"]
+    assert served_record(policy.server, "models/backend/base")["command"][2] == "models/backend/base"
 
 
 @pytest.mark.parametrize("missing", ["{checkpoint}", "{port}"])
