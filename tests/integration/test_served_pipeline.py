@@ -52,6 +52,7 @@ def small_served(params: dict) -> None:
     params["critics"] = {"with_info": params["critics"]["with_info"]}
     params["policies"] = {"rft": {**params["policies"]["rft"], "min_reward": {"backend": 0.0, "frontend": 0.0}}}
     params["backend"]["tasks"]["n_test"] = N_TEST
+    params["agents"]["served_base"]["max_new_tokens"] = 16
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +109,19 @@ def test_candidates_come_from_a_server_of_the_base_model(served_project: Path):
     )
     assert candidates["logprob_mean"].is_null().all() and candidates["n_tokens"].is_between(1, 16).all()
     assert json.loads(run(["dvc", "status", "--json", *TARGETS], project).stdout) == {}
+    assert left_running(project) == []
+
+
+def test_an_agent_of_agents_is_served_from_the_base_model_by_the_evaluate_stage(served_project: Path):
+    """`evaluate@` (and `rollout@`, the same code): the agent's params key names what was served."""
+    project = served_project
+    run(["python", "-m", "stages.evaluate", "backend", "served_base"], project)
+    manifest = read_manifest(project / "data/backend/evaluations/served_base")
+    record = manifest["served"]["agents.served_base"]
+    assert record["checkpoint"] == record["model"] == "models/backend/base"
+    assert record["checkpoint_hash"] == manifest["inputs"]["models/backend/base"]
+    frame = pl.read_parquet(project / "data/backend/evaluations/served_base/trajectories.parquet")
+    assert frame.height == N_TEST and frame["failure"].is_null().all()
     assert left_running(project) == []
 
 
