@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 import polars as pl
 
-from sweetflow.agents.model import make_model_agent
+from sweetflow.agents.model import open_model_agent
 from sweetflow.dialogue import Agent
 from sweetflow.errors import InputError
 from sweetflow.params import DOMAINS, AgentParams, NoAskAgentParams, Params, ScriptedAgentParams
@@ -67,10 +67,15 @@ class Domain(ABC):
     def scripted_agent(self, p: ScriptedAgentParams | NoAskAgentParams) -> Agent:
         """The domain's own agent for a `scripted` or `no_ask` agent section."""
 
-    def make_agent(self, p: AgentParams) -> Agent:
-        """The agent `p` describes, playing this domain: scripted agents are the domain's own, model
-        agents are not (their prompt follows the view's domain)."""
-        return self.scripted_agent(p) if p.backend in ("scripted", "no_ask") else make_model_agent(p)
+    @contextmanager
+    def open_agent(self, p: AgentParams) -> Iterator[Agent]:
+        """The agent `p` describes, playing this domain, for the length of the `with` block: scripted
+        agents are the domain's own, model agents are not (their prompt follows the view's domain)."""
+        if p.backend in ("scripted", "no_ask"):
+            yield self.scripted_agent(p)
+        else:
+            with open_model_agent(p) as agent:
+                yield agent
 
     @abstractmethod
     def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:

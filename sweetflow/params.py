@@ -156,7 +156,8 @@ class SimulatorParams(ServedBackend):
 
 AGENT_BACKENDS = (
     "'scripted': the domain's scripted expert; 'no_ask': answers at once; 'transformers': a local checkpoint, "
-    "generating in process; 'openai': a served model. Each has its own knobs."
+    "generating in process; 'served': a local checkpoint behind a server the stage starts for it (vLLM, "
+    "`transformers serve`); 'openai': a model someone else serves. Each has its own knobs."
 )
 
 
@@ -201,9 +202,63 @@ class OpenAIAgentParams(Section):
     max_new_tokens: int = Field(ge=1, description="Most tokens generated per turn.")
 
 
-ModelAgentParams = Annotated[TransformersAgentParams | OpenAIAgentParams, Field(discriminator="backend")]
+class ServerParams(Section):
+    """The OpenAI-compatible server a stage starts on 127.0.0.1 for each checkpoint it generates from."""
+
+    command: list[str] = Field(
+        min_length=1,
+        description="The server's command line: {checkpoint} becomes the checkpoint directory, {port} a free port on "
+        "127.0.0.1. A bare program name is looked up beside this Python (the venv), then on PATH. GPUs: [vllm, serve, "
+        "'{checkpoint}', --host, 127.0.0.1, --port, '{port}']; a CPU: [transformers, serve, '{checkpoint}', --host, "
+        "127.0.0.1, --port, '{port}', --device, cpu]. The server must answer GET /health once the model is loaded.",
+    )
+    model: str = Field(
+        description="The model name every request carries, with {checkpoint} as in `command`: vLLM and `transformers "
+        "serve` name the model by the path they were given ('{checkpoint}'; vLLM's --served-model-name changes it)."
+    )
+    startup_timeout_s: float = Field(
+        gt=0,
+        description="Time to load the model and answer /health; a server not ready by then is stopped, with its log's "
+        "tail.",
+    )
+    threads: int = Field(
+        ge=0, description="Torch CPU threads of the server (OMP_NUM_THREADS); 0: the library's default."
+    )
+
+    @model_validator(mode="after")
+    def _command_has_placeholders(self) -> ServerParams:
+        for placeholder in ("{checkpoint}", "{port}"):
+            if not any(placeholder in arg for arg in self.command):
+                raise ValueError(f"command {self.command} has no {placeholder}: the server must be told it")
+        return self
+
+
+class ServedAgentParams(Section):
+    """A local checkpoint behind an OpenAI-compatible server that the stage starts on loopback for it,
+    waits for, generates through and stops: one server per checkpoint (each seed's its own)."""
+
+    backend: Literal["served"] = Field(description=AGENT_BACKENDS)
+    checkpoint: str | None = Field(
+        description="Directory of the checkpoint to serve (a stage output); null: the domain's base model, "
+        "models/<domain>/base. Evaluations fill it in with each seed's checkpoint."
+    )
+    server: ServerParams = Field(description=ServerParams.__doc__)
+    timeout_s: float = Field(gt=0, description="Time limit of one attempt at a request, as endpoint.timeout_s.")
+    max_retries: int = Field(ge=0, description="Retries of a failed request, as endpoint.max_retries.")
+    concurrency: int = Field(
+        ge=1, description="Requests in flight at once (vLLM batches them; `transformers serve` answers one at a time)."
+    )
+    temperature: float = Field(ge=0, description="Sampling temperature (paper: 1.0); 0 is greedy.")
+    top_p: float = Field(gt=0, le=1, description="Nucleus sampling mass.")
+    max_new_tokens: int = Field(ge=1, description="Most tokens generated per turn.")
+
+
+ModelAgentParams = Annotated[
+    TransformersAgentParams | ServedAgentParams | OpenAIAgentParams, Field(discriminator="backend")
+]
 AgentParams = Annotated[
-    ScriptedAgentParams | NoAskAgentParams | TransformersAgentParams | OpenAIAgentParams, Field(discriminator="backend")
+    ScriptedAgentParams | NoAskAgentParams | TransformersAgentParams | ServedAgentParams | OpenAIAgentParams,
+    Field(discriminator="backend"),
 ]
 
 
@@ -318,7 +373,8 @@ class CandidatesParams(Section):
     seed: int = Field(description="Seed of the state sample and of the candidates' sampling.")
     policy: ModelAgentParams = Field(
         description="The sampling policy (paper: the base model at temperature 1.0; with no checkpoint, the domain's "
-        "base model); it must return log-probs."
+        "base model). Its log-probs are recorded where the backend returns them ('transformers', vLLM; not "
+        "`transformers serve`): rank.baseline 'sampling' needs them."
     )
 
 
@@ -454,7 +510,9 @@ class EvaluateParams(Section):
 
     methods: list[str] = Field(description="Agents (keys of `agents`) evaluated in both domains, one stage each.")
     policy: ModelAgentParams = Field(
-        description="How evaluated checkpoints generate; each stage fills in `checkpoint` (the base model or a policy's seed)."
+        description="How evaluated checkpoints generate: 'transformers' in process, or 'served' (a server started for "
+        "each seed's checkpoint); each stage fills in `checkpoint` (the base model or a policy's seed). 'openai' is "
+        "refused: one endpoint serves none of the checkpoints evaluated."
     )
     samples_per_task: int = Field(ge=1, description="Episodes per test task.")
     seed: int = Field(
@@ -695,7 +753,7 @@ MAX_PROBLEMS = 20
 
 # Pydantic puts the chosen member of a union in an error's location (agents.base.transformers.top_p);
 # the key a user writes has no such part. These names are no key of params.yaml.
-_UNION_TAGS = {"scripted", "no_ask", "transformers", "openai"}
+_UNION_TAGS = {"scripted", "no_ask", "transformers", "served", "openai"}
 
 
 def _describe(err: dict) -> str:
