@@ -1,5 +1,6 @@
 """The trained chain on trajectories made elsewhere: `rollout.source: import` on real ColBench rows,
-through pairs, the critic, candidates and the policies, under `dvc repro`."""
+through pairs, the critic, candidates and the policies, under `dvc repro`, on a base checkpoint whose
+chat template (Mistral's format) has no generation blocks."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import polars as pl
 from sweetflow.artifacts import read_manifest
 from sweetflow.backend.tasks.colbench import read_backend_jsonl
 from sweetflow.dag import load_stages, snakemake_inputs
+from tests.support.chat_templates import stock_checkpoint
 from tests.support.offline import official_line
-from tests.support.project import SAMPLE, SMALL_PARAMS, make_project, run
+from tests.support.project import SAMPLE, SMALL_PARAMS, make_project, merge, run
 
 ROWS = (SAMPLE / "backend_test_first100.jsonl").read_text().splitlines()
 TRAIN_ROWS, N_VAL, TEST_ROWS = ROWS[:14], 4, ROWS[20:28]  # the last N_VAL train rows are the validation tasks
@@ -32,7 +34,10 @@ TARGETS = ["policy@backend-sweet", "policy@backend-rft", "policy@backend-mtdpo",
 
 
 def test_the_chain_trains_on_imported_trajectories_and_the_file_is_a_dependency(tmp_path, monkeypatch):
-    project = make_project(tmp_path / "project", PARAMS)
+    # The base model has a stock chat template without generation blocks, in Mistral's format (the
+    # system prompt moved into the last user turn): the critics and policies find the agent's turns.
+    base = stock_checkpoint(tmp_path / "mistral-style", "mistral")
+    project = make_project(tmp_path / "project", merge(PARAMS, {"backend": {"model": {"base": str(base)}}}))
     (project / "colbench").mkdir()
     (project / "colbench/train.jsonl").write_text("\n".join(TRAIN_ROWS) + "\n")
     (project / "colbench/test.jsonl").write_text("\n".join(TEST_ROWS) + "\n")

@@ -1,6 +1,7 @@
 """`backend: served` through real `dvc repro`: each seed's checkpoint evaluated by a `transformers
 serve` of its own, candidates sampled from a server of the base model, what each served recorded in
-the manifests, and no server left running. Backend domain only, to keep it to minutes."""
+the manifests, and no server left running. Backend domain only, to keep it to minutes, on a base
+checkpoint with a stock (Llama 3 format) chat template."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import pytest
 import yaml
 
 from sweetflow.artifacts import content_hash, read_manifest
+from tests.support.chat_templates import stock_checkpoint
 from tests.support.params import project_params
-from tests.support.project import SMALL_PARAMS, make_project, run
+from tests.support.project import SMALL_PARAMS, make_project, merge, run
 
 TARGETS = ["evaluate_policy@backend-rft", "candidates@backend"]
 SEEDS = SMALL_PARAMS["seeds"]
@@ -57,9 +59,12 @@ def small_served(params: dict) -> None:
 
 @pytest.fixture(scope="module")
 def served_project(tmp_path_factory) -> Path:
-    project = make_project(
-        tmp_path_factory.mktemp("served") / "project", {**SMALL_PARAMS, "train_domains": ["backend"]}
-    )
+    root = tmp_path_factory.mktemp("served")
+    # A checkpoint whose chat template has no generation blocks, in Llama 3's format: the server renders
+    # its prompts with that template, and the policy's training finds the agent's turns without blocks.
+    base = stock_checkpoint(root / "llama3-style", "llama3")
+    params = merge(SMALL_PARAMS, {"train_domains": ["backend"], "backend": {"model": {"base": str(base)}}})
+    project = make_project(root / "project", params)
     edit_params(project, small_served)
     run(["git", "commit", "-qam", "served evaluation and candidates"], project)
     run(["dvc", "repro", "--quiet", *TARGETS], project, timeout=900)
