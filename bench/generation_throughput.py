@@ -25,7 +25,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from sweetflow.agents.model import make_model_agent
+from sweetflow.agents.model import open_model_agent
 from sweetflow.params import load_params
 from sweetflow.rollout.engine import collect
 from sweetflow.tables import read_tasks
@@ -53,8 +53,7 @@ def main() -> None:
             policy = params.agents["base"].model_copy(
                 update={"checkpoint": str(CHECKPOINT), "threads": threads, "batch_size": batch_size}
             )
-            agent = make_model_agent(policy)
-            with tempfile.TemporaryDirectory() as tmp:
+            with open_model_agent(policy) as agent, tempfile.TemporaryDirectory() as tmp:
                 started = time.perf_counter()
                 frame = collect(tasks, agent, params, "backend", args.samples, 0, Path(tmp) / "progress.jsonl", "bench")
                 seconds = time.perf_counter() - started

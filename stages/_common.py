@@ -49,6 +49,6 @@ def begin(kind: str, doc: str | None, item: str | None = None, domain: bool = Tr
 
 def with_checkpoint(agent: AgentParams, domain: str) -> AgentParams:
     """A model agent without a checkpoint samples from the domain's base model."""
-    if agent.backend == "transformers" and not agent.checkpoint:
+    if agent.backend in ("transformers", "served") and not agent.checkpoint:
         return agent.model_copy(update={"checkpoint": paths.base_model(domain)})
     return agent

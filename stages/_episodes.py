@@ -9,6 +9,7 @@ from pathlib import Path
 
 from stages._common import Stage, with_checkpoint
 from sweetflow import paths
+from sweetflow.agents.model import served_records
 from sweetflow.artifacts import checkpoint_path, stage_output
 from sweetflow.domain import get_domain
 from sweetflow.errors import InputError
@@ -34,7 +35,8 @@ def episode_stage(stage: Stage, section: str, split: str) -> dict:
     domain, with `samples_per_task` and `seed` from params section `section`:
     - `demos@<domain>`, `rollout@<domain>`: the agent that section names, to `data/<domain>/<section>`;
     - `evaluate@<domain>-<agent>`: the stage's agent, to `data/<domain>/evaluations/<agent>`.
-    Resumable. A checkpoint the agent reads is an input, hashed and traced like any other."""
+    Resumable. A checkpoint the agent reads is an input, hashed and traced like any other; a `served`
+    agent's server runs for the length of the episodes, and the manifest records what it served."""
     params, domain = stage.params, stage.domain
     p = getattr(params, section)
     if stage.item:  # `evaluate` holds more than this stage reads: its episodes per task and seed
@@ -50,10 +52,10 @@ def episode_stage(stage: Stage, section: str, split: str) -> dict:
     checkpoint = checkpoint_path(stage.name, sections, inputs)
     task_rows = read_tasks(domain, split)[: getattr(p, "max_tasks", None)]
     with stage_output(out_dir, stage.name, sections, inputs, p.seed, metrics) as out:
-        frame = collect(
-            task_rows, get_domain(domain).make_agent(agent), params, domain, p.samples_per_task, p.seed, checkpoint, stage.name
-        )
+        with get_domain(domain).open_agent(agent) as model:
+            frame = collect(task_rows, model, params, domain, p.samples_per_task, p.seed, checkpoint, stage.name)
         frame.write_parquet(out.dir / "trajectories.parquet")
+        out.served.update(served_records({f"agents.{name}": agent}, out.inputs))
         out.metrics.update(summarize_episodes(frame, domain, task_rows))
     checkpoint.unlink(missing_ok=True)
     return out.metrics
@@ -78,9 +80,16 @@ def checkpoint_evaluation_stage(stage: Stage, method: str, directory: str, split
     evaluate.seed + seed), generating as `evaluate.policy` says. Writes
     `data/<domain>/evaluations/<method>/` (test) or `data/<domain>/validation/<method>/` (val), one
     `trajectories-seed<k>.parquet` per seed, and the method's metrics (`over_seeds`). Seeds run
-    `evaluate.processes` at a time (0: all at once); each resumes on its own."""
+    `evaluate.processes` at a time (0: all at once); each resumes on its own. With `served`, each seed
+    starts a server for its own checkpoint, and the manifest records what each served (`served.seed<k>`)."""
     params, domain = stage.params, stage.domain
     p = params.evaluate
+    if p.policy.backend == "openai":
+        raise InputError(
+            f"params.yaml: evaluate.policy.backend: 'openai' sends every seed's episodes to one endpoint, which serves "
+            f"none of the checkpoints {stage.name} evaluates ({directory}); use 'served' (a server started for each "
+            "checkpoint) or 'transformers'"
+        )
     sections = {
         "evaluate.policy": p.policy, "evaluate.samples_per_task": p.samples_per_task, "evaluate.seed": p.seed,
         "evaluate.processes": p.processes, "seeds": params.seeds, **episode_sections(params, domain),
@@ -94,11 +103,12 @@ def checkpoint_evaluation_stage(stage: Stage, method: str, directory: str, split
     else:
         out_dir, metrics = paths.validation(domain, method), paths.validation_metrics(domain, method)
     progress = {seed: checkpoint_path(f"{stage.name}-seed{seed}", sections, [tasks, c]) for seed, c in checkpoints.items()}
+    policies = {seed: p.policy.model_copy(update={"checkpoint": str(c)}) for seed, c in checkpoints.items()}
     with stage_output(out_dir, stage.name, sections, inputs, p.seed, metrics) as out:
         jobs = {
-            seed: (params, domain, task_rows, p.policy.model_copy(update={"checkpoint": str(c)}), seed, progress[seed],
+            seed: (params, domain, task_rows, policies[seed], seed, progress[seed],
                    out.dir / f"trajectories-seed{seed}.parquet", f"{stage.name} seed {seed}")
-            for seed, c in checkpoints.items()
+            for seed in checkpoints
         }  # fmt: skip
         workers = min(p.processes or len(jobs), len(jobs))
         if workers == 1:  # no process to start (a second torch import costs seconds)
@@ -113,6 +123,7 @@ def checkpoint_evaluation_stage(stage: Stage, method: str, directory: str, split
                 running = {seed: pool.submit(_evaluate_seed, *args) for seed, args in jobs.items()}
                 per_seed = {seed: job.result() for seed, job in running.items()}
         out.metrics.update(over_seeds(per_seed, domain))
+        out.served.update(served_records({f"seed{seed}": policy for seed, policy in policies.items()}, out.inputs))
     for path in progress.values():
         path.unlink(missing_ok=True)
     return out.metrics
@@ -121,7 +132,8 @@ def checkpoint_evaluation_stage(stage: Stage, method: str, directory: str, split
 def _evaluate_seed(
     params: Params, domain: str, tasks: list[dict], policy: ModelAgentParams, seed: int, progress: Path, out: Path, desc: str
 ) -> dict:
-    frame = collect(tasks, get_domain(domain).make_agent(policy), params, domain, params.evaluate.samples_per_task,
-                    params.evaluate.seed + seed, progress, desc)  # fmt: skip
+    with get_domain(domain).open_agent(policy) as agent:
+        frame = collect(tasks, agent, params, domain, params.evaluate.samples_per_task, params.evaluate.seed + seed,
+                        progress, desc)  # fmt: skip
     frame.write_parquet(out)
     return summarize_episodes(frame, domain, tasks)

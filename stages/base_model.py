@@ -92,7 +92,7 @@ def adopt_local(p: ModelParams, stage: Stage, sections: dict) -> None:
     with stage_output(paths.base_model(domain), stage.name, sections, [source], p.seed) as out:
         how = link_or_copy_tree(source, out.dir)
     with live_report(paths.stage_report(domain, "base_model")) as report:
-        report.mkdir()
+        (report / "plots" / "metrics").mkdir(parents=True)  # declared plots: no curves, nothing was trained
         write_json(report / "metrics.json", {"base": str(source), "files": how, "trained": False})
     print(f"{paths.base_model(domain)}: {source} ({how})")
 

@@ -3,7 +3,8 @@
 `python -m stages.candidates DOMAIN` reads params `candidates`, the domain's training tasks, its
 offline rollouts and the sampling policy's checkpoint (without one: the domain's base model). A `share`
 of the (trajectory, agent turn) states is drawn (`states`: uniformly, or the first trajectories' turns); at each, the policy samples `n` next actions from the dialogue so far, each
-with its own seed, and reports their log-probs (the official ranking variant subtracts them).
+with its own seed, and reports their log-probs where its backend returns them (the official ranking
+variant subtracts them; `transformers serve` returns none, and they are then null).
 
 Writes `data/DOMAIN/candidates/` (`states.parquet`, `candidates.parquet`: one row per state and
 candidate with its message and log-probs; `manifest.json`) and
@@ -18,10 +19,10 @@ import polars as pl
 
 from stages._common import begin, with_checkpoint
 from sweetflow import paths
-from sweetflow.agents.model import make_model_agent
+from sweetflow.agents.model import open_model_agent, served_records
 from sweetflow.artifacts import stage_output
 from sweetflow.dialogue import ANSWER_MARKER
-from sweetflow.errors import InputError, run_stage
+from sweetflow.errors import run_stage
 from sweetflow.rl.candidates import generate_candidates
 from sweetflow.rl.pairs import sample_turn_states
 from sweetflow.tables import read_tasks
@@ -30,8 +31,6 @@ from sweetflow.tables import read_tasks
 def main() -> None:
     stage = begin("candidates", __doc__)
     domain, p = stage.domain, stage.params.candidates
-    if p.policy.backend not in ("transformers", "openai"):
-        raise InputError(f"params.yaml: candidates.policy.backend: a model backend is needed for log-probs, got {p.policy.backend!r}")
     policy = with_checkpoint(p.policy, domain)
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
@@ -40,7 +39,9 @@ def main() -> None:
     inputs = [tasks_file, rollout] + ([policy.checkpoint] if policy.checkpoint else [])
     with stage_output(paths.candidates(domain), stage.name, {"candidates": p}, inputs, p.seed,
                       paths.stage_metrics(domain, "candidates")) as out:  # fmt: skip
-        candidates, failed = generate_candidates(make_model_agent(policy), tasks, trajectories, states, p.n, p.seed)
+        with open_model_agent(policy) as agent:
+            candidates, failed = generate_candidates(agent, tasks, trajectories, states, p.n, p.seed)
+        out.served.update(served_records({"candidates.policy": policy}, out.inputs))
         states.write_parquet(out.dir / "states.parquet")
         candidates.write_parquet(out.dir / "candidates.parquet")
         answers = candidates["message"].str.contains(ANSWER_MARKER, literal=True)

@@ -18,6 +18,7 @@ import polars as pl
 from stages._common import begin, with_checkpoint
 from stages._episodes import episode_sections
 from sweetflow import paths
+from sweetflow.agents.model import served_records
 from sweetflow.agents.replay import ReplayAgent
 from sweetflow.artifacts import checkpoint_path, stage_output
 from sweetflow.domain import get_domain
@@ -43,8 +44,10 @@ def main() -> None:
     progress = checkpoint_path(stage.name, sections, inputs)
     with stage_output(paths.critic_check(domain, name), stage.name, sections, inputs, p.seed,
                       paths.stage_metrics(domain, "critic_check", name)) as out:  # fmt: skip
-        agent = ReplayAgent(scripts, get_domain(domain).make_agent(policy))
-        outcomes = collect(episode_tasks, agent, params, domain, p.rollouts, p.seed, progress, stage.name)
+        with get_domain(domain).open_agent(policy) as model:
+            agent = ReplayAgent(scripts, model)
+            outcomes = collect(episode_tasks, agent, params, domain, p.rollouts, p.seed, progress, stage.name)
+        out.served.update(served_records({"candidates.policy": policy}, out.inputs))
         picked.write_parquet(out.dir / "picked.parquet")
         outcomes.write_parquet(out.dir / "trajectories.parquet")
         out.metrics.update(agreement(picked, outcomes), rollouts_per_candidate=p.rollouts)

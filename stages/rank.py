@@ -22,7 +22,7 @@ import polars as pl
 from stages._common import begin
 from sweetflow import paths
 from sweetflow.artifacts import stage_output
-from sweetflow.errors import run_stage
+from sweetflow.errors import InputError, run_stage
 from sweetflow.models.checkpoint import load_checkpoint, pad_id
 from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.sequences import candidate_sequences, context_length
@@ -38,6 +38,13 @@ def main() -> None:
     candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     candidates = pl.read_parquet(candidates_file)
+    if p.baseline == "sampling" and candidates["logprob_mean"].null_count():
+        raise InputError(
+            f"params.yaml: rank.baseline: 'sampling' subtracts the sampling policy's log-probs, and "
+            f"{candidates['logprob_mean'].null_count():,} candidates in {candidates_file} have none (candidates.policy's "
+            "server returned none, as `transformers serve` does); use baseline 'reference', or sample with "
+            "'transformers' or a vLLM server"
+        )
     critic, tokenizer = load_checkpoint(critic_dir)
     sequences = candidate_sequences(
         tokenizer, tasks, pl.read_parquet(rollout), candidates, critic_params.training_info,

@@ -1,26 +1,51 @@
 """Stage `rollout@<domain>`: the offline data of SWEET-RL step 1, the base policy's own trajectories
-on a domain's training tasks.
+on a domain's training tasks, or trajectories made elsewhere.
 
-`python -m stages.rollout DOMAIN` runs the agent `rollout.agent` names (a model agent without a
-checkpoint samples from `models/DOMAIN/base`) on the first `rollout.max_tasks` training tasks,
-`rollout.samples_per_task` times each. Reads params `rollout`, `agents.<rollout.agent>`,
-`DOMAIN.simulator`, `DOMAIN.scoring`, `episodes`; writes `data/DOMAIN/rollout/`
-(`trajectories.parquet`, `manifest.json`) and `reports/DOMAIN/stages/rollout/metrics.json`.
-Resumable.
+`python -m stages.rollout DOMAIN` with `rollout.source: policy` runs the agent `rollout.agent` names
+(a model agent without a checkpoint samples from `models/DOMAIN/base`) on the first
+`rollout.max_tasks` training tasks, `rollout.samples_per_task` times each; resumable. With `import`,
+it reads the trajectories of `rollout.import_file` (ColBench's official shape: the official offline
+data) that lie on those training tasks instead, and scores their answers again or keeps the file's
+rewards (`rollout.import_reward`); see `sweetflow.rollout.offline`. Reads params `rollout`,
+`agents.<rollout.agent>`, `DOMAIN.simulator`, `DOMAIN.scoring`, `DOMAIN.tasks.source`, `episodes`;
+writes `data/DOMAIN/rollout/` (`trajectories.parquet`, `manifest.json`) and
+`reports/DOMAIN/stages/rollout/metrics.json`.
 """
 
 from __future__ import annotations
 
 import json
 
-from stages._common import begin
-from stages._episodes import episode_stage
+from stages._common import Stage, begin
+from stages._episodes import episode_sections, episode_stage
+from sweetflow import paths
+from sweetflow.artifacts import stage_output
 from sweetflow.errors import run_stage
+from sweetflow.rollout.offline import import_rollout
+from sweetflow.tables import read_tasks
+
+
+def import_stage(stage: Stage) -> dict:
+    params, domain, p = stage.params, stage.domain, stage.params.rollout
+    # The sections a policy rollout reads, so that the manifest records what dvc.yaml declares.
+    sections = {"rollout": p, f"agents.{p.agent}": params.agents[p.agent], **episode_sections(params, domain)}
+    train, val = paths.task_table(domain, "train"), paths.task_table(domain, "val")
+    inputs = [train, val, p.import_file]
+    with stage_output(paths.episodes(domain, "rollout"), stage.name, sections, inputs, None,
+                      paths.stage_metrics(domain, "rollout")) as out:  # fmt: skip
+        out.metrics.update(
+            import_rollout(p.import_file, read_tasks(domain, "train"), read_tasks(domain, "val"), domain, params,
+                           out.dir / "trajectories.parquet")  # fmt: skip
+        )
+    return out.metrics
 
 
 def main() -> None:
     stage = begin("rollout", __doc__)
-    print(json.dumps(episode_stage(stage, "rollout", "train"), indent=2))
+    if stage.params.rollout.source == "import":
+        print(json.dumps(import_stage(stage), indent=2))
+    else:
+        print(json.dumps(episode_stage(stage, "rollout", "train"), indent=2))
 
 
 if __name__ == "__main__":

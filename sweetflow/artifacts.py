@@ -5,7 +5,9 @@ including `manifest.json`, is written. A killed stage leaves at most a `.tmp-*` 
 never a half artifact at the declared path.
 
 The manifest records what `sweetflow lineage` checks: the stage, its validated params, a content
-hash of every input and of the output itself, and the seed. It holds nothing else, so that the same
+hash of every input and of the output itself, and the seed; and, for a stage that generated through
+a server it started (`backend: served`), what each server served (`served`: the checkpoint, its
+hash, the model name and the command line, without the port). It holds nothing else, so that the same
 inputs, params and code give the same bytes, and DVC's early cut-off works: a stage rerun with an
 identical result leaves every stage after it up to date. What differs from run to run (when it
 started and how long it took, the commit, the packages, the machine and its CPU) goes to the
@@ -134,12 +136,15 @@ def write_json(path: Path, obj: object) -> None:
 
 @dataclass
 class StageOutput:
-    """What a stage fills inside `stage_output`: files in `dir`, numbers in `metrics`, and in `run`
-    the facts of this run that differ between runs of the same inputs (such as training time)."""
+    """What a stage fills inside `stage_output`: files in `dir`, numbers in `metrics`, in `run` the
+    facts of this run that differ between runs of the same inputs (such as training time), and in
+    `served` what the servers it started served. `inputs` holds the inputs' content hashes."""
 
     dir: Path
+    inputs: dict[str, str] = field(default_factory=dict)
     metrics: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)
+    served: dict = field(default_factory=dict)
 
 
 @contextmanager
@@ -169,7 +174,7 @@ def stage_output(
     tmp.mkdir()
     started = psutil.Process().create_time()
     input_hashes = {Path(p).as_posix(): content_hash(p) for p in inputs}
-    result = StageOutput(tmp)
+    result = StageOutput(tmp, input_hashes)
     try:
         yield result
         metrics_files = {}
@@ -187,6 +192,7 @@ def stage_output(
             "params": {section: _plain(value) for section, value in params.items()},
             "inputs": input_hashes,
             "seed": seed,
+            **({"served": result.served} if result.served else {}),
         }
         write_json(tmp / MANIFEST, manifest)
         _replace_dir(tmp, out)

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 import polars as pl
 
-from sweetflow.agents.model import make_model_agent
+from sweetflow.agents.model import open_model_agent
 from sweetflow.dialogue import Agent
+from sweetflow.errors import InputError
 from sweetflow.params import DOMAINS, AgentParams, NoAskAgentParams, Params, ScriptedAgentParams
 
 
@@ -66,10 +67,15 @@ class Domain(ABC):
     def scripted_agent(self, p: ScriptedAgentParams | NoAskAgentParams) -> Agent:
         """The domain's own agent for a `scripted` or `no_ask` agent section."""
 
-    def make_agent(self, p: AgentParams) -> Agent:
-        """The agent `p` describes, playing this domain: scripted agents are the domain's own, model
-        agents are not (their prompt follows the view's domain)."""
-        return self.scripted_agent(p) if p.backend in ("scripted", "no_ask") else make_model_agent(p)
+    @contextmanager
+    def open_agent(self, p: AgentParams) -> Iterator[Agent]:
+        """The agent `p` describes, playing this domain, for the length of the `with` block: scripted
+        agents are the domain's own, model agents are not (their prompt follows the view's domain)."""
+        if p.backend in ("scripted", "no_ask"):
+            yield self.scripted_agent(p)
+        else:
+            with open_model_agent(p) as agent:
+                yield agent
 
     @abstractmethod
     def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
@@ -81,6 +87,15 @@ class Domain(ABC):
         """Each candidate action's kind and whether it is good at its state (state_id, candidate,
         kind, good), for the critic's mechanism metrics; None where the domain has no such labels."""
         return None
+
+    def offline_task_id(self, row: dict, path: object, line: int) -> str:
+        """The id of the task an official trajectory line's `task` object describes, derived from its
+        content (the id the `colbench` task source gives it); a bad object names file, line and field."""
+        raise InputError(f"{path}: importing trajectories is supported for the backend domain only, not {self.name}")
+
+    def offline_task_ids(self, tasks: list[dict]) -> dict[str, str]:
+        """`offline_task_id` of each of `tasks` (of any task source), mapped to its own task_id."""
+        raise InputError(f"importing trajectories is supported for the backend domain only, not {self.name}")
 
 
 def get_domain(name: str) -> Domain:

@@ -65,4 +65,6 @@ class ChatClient:
         if tokens:
             total = sum(t.logprob for t in tokens)
             return Completion(choice.message.content or "", total, total / len(tokens), len(tokens))
-        return Completion(choice.message.content or "")
+        # No log-probs (`transformers serve` ignores the request for them): the token count, if reported.
+        n_tokens = response.usage.completion_tokens if response.usage else None
+        return Completion(choice.message.content or "", n_tokens=n_tokens)

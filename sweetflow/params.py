@@ -156,7 +156,8 @@ class SimulatorParams(ServedBackend):
 
 AGENT_BACKENDS = (
     "'scripted': the domain's scripted expert; 'no_ask': answers at once; 'transformers': a local checkpoint, "
-    "generating in process; 'openai': a served model. Each has its own knobs."
+    "generating in process; 'served': a local checkpoint behind a server the stage starts for it (vLLM, "
+    "`transformers serve`); 'openai': a model someone else serves. Each has its own knobs."
 )
 
 
@@ -201,9 +202,63 @@ class OpenAIAgentParams(Section):
     max_new_tokens: int = Field(ge=1, description="Most tokens generated per turn.")
 
 
-ModelAgentParams = Annotated[TransformersAgentParams | OpenAIAgentParams, Field(discriminator="backend")]
+class ServerParams(Section):
+    """The OpenAI-compatible server a stage starts on 127.0.0.1 for each checkpoint it generates from."""
+
+    command: list[str] = Field(
+        min_length=1,
+        description="The server's command line: {checkpoint} becomes the checkpoint directory, {port} a free port on "
+        "127.0.0.1. A bare program name is looked up beside this Python (the venv), then on PATH. GPUs: [vllm, serve, "
+        "'{checkpoint}', --host, 127.0.0.1, --port, '{port}']; a CPU: [transformers, serve, '{checkpoint}', --host, "
+        "127.0.0.1, --port, '{port}', --device, cpu]. The server must answer GET /health once the model is loaded.",
+    )
+    model: str = Field(
+        description="The model name every request carries, with {checkpoint} as in `command`: vLLM and `transformers "
+        "serve` name the model by the path they were given ('{checkpoint}'; vLLM's --served-model-name changes it)."
+    )
+    startup_timeout_s: float = Field(
+        gt=0,
+        description="Time to load the model and answer /health; a server not ready by then is stopped, with its log's "
+        "tail.",
+    )
+    threads: int = Field(
+        ge=0, description="Torch CPU threads of the server (OMP_NUM_THREADS); 0: the library's default."
+    )
+
+    @model_validator(mode="after")
+    def _command_has_placeholders(self) -> ServerParams:
+        for placeholder in ("{checkpoint}", "{port}"):
+            if not any(placeholder in arg for arg in self.command):
+                raise ValueError(f"command {self.command} has no {placeholder}: the server must be told it")
+        return self
+
+
+class ServedAgentParams(Section):
+    """A local checkpoint behind an OpenAI-compatible server that the stage starts on loopback for it,
+    waits for, generates through and stops: one server per checkpoint (each seed's its own)."""
+
+    backend: Literal["served"] = Field(description=AGENT_BACKENDS)
+    checkpoint: str | None = Field(
+        description="Directory of the checkpoint to serve (a stage output); null: the domain's base model, "
+        "models/<domain>/base. Evaluations fill it in with each seed's checkpoint."
+    )
+    server: ServerParams = Field(description=ServerParams.__doc__)
+    timeout_s: float = Field(gt=0, description="Time limit of one attempt at a request, as endpoint.timeout_s.")
+    max_retries: int = Field(ge=0, description="Retries of a failed request, as endpoint.max_retries.")
+    concurrency: int = Field(
+        ge=1, description="Requests in flight at once (vLLM batches them; `transformers serve` answers one at a time)."
+    )
+    temperature: float = Field(ge=0, description="Sampling temperature (paper: 1.0); 0 is greedy.")
+    top_p: float = Field(gt=0, le=1, description="Nucleus sampling mass.")
+    max_new_tokens: int = Field(ge=1, description="Most tokens generated per turn.")
+
+
+ModelAgentParams = Annotated[
+    TransformersAgentParams | ServedAgentParams | OpenAIAgentParams, Field(discriminator="backend")
+]
 AgentParams = Annotated[
-    ScriptedAgentParams | NoAskAgentParams | TransformersAgentParams | OpenAIAgentParams, Field(discriminator="backend")
+    ScriptedAgentParams | NoAskAgentParams | TransformersAgentParams | ServedAgentParams | OpenAIAgentParams,
+    Field(discriminator="backend"),
 ]
 
 
@@ -335,7 +390,8 @@ class CandidatesParams(Section):
     seed: int = Field(description="Seed of the state sample and of the candidates' sampling.")
     policy: ModelAgentParams = Field(
         description="The sampling policy (paper: the base model at temperature 1.0; with no checkpoint, the domain's "
-        "base model); it must return log-probs."
+        "base model). Its log-probs are recorded where the backend returns them ('transformers', vLLM; not "
+        "`transformers serve`): rank.baseline 'sampling' needs them."
     )
 
 
@@ -415,6 +471,47 @@ class RolloutParams(Section):
     seed: int = Field(description="Seed of the episodes' sampling.")
 
 
+OFFLINE_DIR = Path("data/offline")  # where imported trajectory files live: the rollout stage depends on it
+
+
+class OfflineDataParams(RolloutParams):
+    """Offline data of SWEET-RL step 1 (stage `rollout@<domain>`): the base policy's own trajectories,
+    or trajectories made elsewhere (the official offline data set), imported."""
+
+    source: Literal["policy", "import"] = Field(
+        description="'policy': run `agent` on the first `max_tasks` training tasks, `samples_per_task` times each "
+        "(the paper's step 1); 'import': read the trajectories of `import_file` instead (backend only; `agent`, "
+        "`samples_per_task` and `seed` are then unused)."
+    )
+    import_file: Path | None = Field(
+        description="Source 'import': a JSONL of trajectories in ColBench's official shape (task, dialogue_history, "
+        "answer, reward; the official offline data, or `sweetflow export-trajectories` output), under data/offline/, "
+        "the stage's declared dependency, so that DVC reruns it when the file changes. A line's task is matched by "
+        "its reference and tests: lines on validation tasks, or on training tasks after the first `max_tasks`, are "
+        "skipped and counted; a line on any other task is an error."
+    )
+    import_reward: Literal["sandbox", "file"] = Field(
+        description="Source 'import': 'sandbox' scores every answer again with this run's scorer (`<domain>.scoring`; "
+        "the file's rewards are only compared, in the metrics); 'file' trusts the file's reward (success: reward 1)."
+    )
+
+    @model_validator(mode="after")
+    def _import_needs_its_file(self) -> OfflineDataParams:
+        if self.source == "import" and self.import_file is None:
+            raise ValueError("source 'import' needs import_file (a JSONL of trajectories under data/offline/)")
+        if self.source == "policy" and self.import_file is not None:
+            raise ValueError("import_file is read only with source 'import'; set `import_file: null`")
+        if self.import_file is not None and (
+            self.import_file.is_absolute() or ".." in self.import_file.parts
+            or not self.import_file.is_relative_to(OFFLINE_DIR) or self.import_file == OFFLINE_DIR
+        ):  # fmt: skip
+            raise ValueError(
+                f"import_file must lie under {OFFLINE_DIR}/ (the stage's declared dependency; copy or `dvc add` the "
+                f"file there), got {str(self.import_file)!r}"
+            )
+        return self
+
+
 class PairsParams(Section):
     """Trajectory preferences from the offline rollouts (stage `trajectory_pairs@<domain>`, SWEET-RL
     step 2). Backend: the best sample of a task that reaches `success_reward` against each worse one;
@@ -430,7 +527,9 @@ class EvaluateParams(Section):
 
     methods: list[str] = Field(description="Agents (keys of `agents`) evaluated in both domains, one stage each.")
     policy: ModelAgentParams = Field(
-        description="How evaluated checkpoints generate; each stage fills in `checkpoint` (the base model or a policy's seed)."
+        description="How evaluated checkpoints generate: 'transformers' in process, or 'served' (a server started for "
+        "each seed's checkpoint); each stage fills in `checkpoint` (the base model or a policy's seed). 'openai' is "
+        "refused: one endpoint serves none of the checkpoints evaluated."
     )
     samples_per_task: int = Field(ge=1, description="Episodes per test task.")
     seed: int = Field(
@@ -605,7 +704,7 @@ class Params(Section):
     )
     episodes: EpisodeParams = Field(description=EpisodeParams.__doc__)
     demos: RolloutParams = Field(description="Scripted demonstrations that warm-start a tiny base policy (stage `demos@<domain>`).")
-    rollout: RolloutParams = Field(description="Offline data of SWEET-RL step 1 (stage `rollout@<domain>`).")
+    rollout: OfflineDataParams = Field(description=OfflineDataParams.__doc__)
     pairs: PairsParams = Field(description=PairsParams.__doc__)
     training: TrainingParams = Field(description=TrainingParams.__doc__)
     critics: dict[str, CriticParams] = Field(
@@ -642,6 +741,12 @@ class Params(Section):
                 raise ValueError(f"train_domains has {domain!r}, whose tasks.n_train is 0: nothing to train on")
             if self.domain(domain).tasks.n_val == 0:
                 raise ValueError(f"train_domains has {domain!r}, whose tasks.n_val is 0: nothing to validate on")
+        if self.rollout.source == "import":
+            if "frontend" in self.train_domains:
+                raise ValueError("rollout.source 'import' reads backend trajectories; train_domains has 'frontend'")
+            tasks = self.backend.tasks
+            if tasks.source == "colbench" and tasks.colbench_train is None:
+                raise ValueError("rollout.source 'import' needs training tasks: backend.tasks.colbench_train is null")
         return self
 
     def domain(self, name: str) -> BackendParams | FrontendParams:
@@ -665,7 +770,7 @@ MAX_PROBLEMS = 20
 
 # Pydantic puts the chosen member of a union in an error's location (agents.base.transformers.top_p);
 # the key a user writes has no such part. These names are no key of params.yaml.
-_UNION_TAGS = {"scripted", "no_ask", "transformers", "openai"}
+_UNION_TAGS = {"scripted", "no_ask", "transformers", "served", "openai"}
 
 
 def _describe(err: dict) -> str:

@@ -14,6 +14,7 @@ from sweetflow.backend.diagnosis import failure_breakdown, label_candidates
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import score_answers
 from sweetflow.backend.simulators import ScriptedHuman, make_human
+from sweetflow.backend.tasks.colbench import task_from_row, task_id_of
 from sweetflow.dialogue import Agent
 from sweetflow.domain import Domain, DomainRuntime, Score
 from sweetflow.params import NoAskAgentParams, Params, ScoringRules, ScriptedAgentParams
@@ -59,6 +60,15 @@ class Backend(Domain):
         with Sandbox(p.scoring) as sandbox:
             runtime = sandbox_runtime(human, sandbox, rules=p.scoring_rules())
             return label_candidates(candidates, trajectories, tasks, human, runtime.score)
+
+
+    def offline_task_id(self, row: dict, path: object, line: int) -> str:
+        return task_from_row(row, path, line)["task_id"]
+
+    def offline_task_ids(self, tasks: list[dict]) -> dict[str, str]:
+        """Keyed by content, as ColBench's rows are: a procedural or LLM-written task exported with
+        `sweetflow export-trajectories` finds its way back to its own task_id."""
+        return {task_id_of(t["ground_truth"], list(t["test_cases"])): t["task_id"] for t in tasks}
 
 
 def view_fields(task: dict) -> dict:

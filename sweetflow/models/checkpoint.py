@@ -16,6 +16,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sweetflow.artifacts import NOT_DATA
 from sweetflow.errors import InputError
+from sweetflow.models.assistant_masks import check_template
 
 
 def local_checkpoint(name: str, key: str = "model.base") -> Path:
@@ -33,15 +34,18 @@ def local_checkpoint(name: str, key: str = "model.base") -> Path:
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     if not tokenizer.chat_template:
         raise InputError(f"{key}: the tokenizer in {path} has no chat template; the policy needs an instruct model")
+    check_template(tokenizer, f"{key} ({path})")  # before hours of rollouts, not at the first training stage
     return path
 
 
 def load_checkpoint(path: Path | str, device: str | torch.device = "cpu"):
-    """(model, tokenizer) from a local checkpoint directory, in the checkpoint's own dtype, in eval mode."""
+    """(model, tokenizer) from a local checkpoint directory, in the checkpoint's own dtype, in eval mode.
+    A chat template whose agent turns cannot be told apart is a TemplateError here, before any use."""
     path = Path(path)
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path}: not a checkpoint directory (no config.json)")
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    check_template(tokenizer, str(path))
     model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype="auto").to(device)
     return model.eval(), tokenizer
 

@@ -1,5 +1,5 @@
 """Candidate actions (SWEET-RL step 4): `n` fresh actions of a sampling policy at each sampled turn
-state, with the log-probs the policy reports (the official ranking variant subtracts them)."""
+state, with the log-probs the policy reports, if any (the official ranking variant subtracts them)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def generate_candidates(
     chunk: int = 128,
 ) -> tuple[pl.DataFrame, int]:
     """`n` actions of `agent` at each state (CANDIDATE_SCHEMA rows) and how many generations failed
-    (e.g. a prompt longer than the model's context); a failed candidate is left out."""
+    (e.g. a prompt longer than the model's context); a failed candidate is left out. The log-probs
+    are null where the agent's backend returns none (`transformers serve`)."""
     dialogues = dialogues_by_trajectory(trajectories)
     jobs = []
     for state in states.iter_rows(named=True):
@@ -51,7 +52,7 @@ def generate_candidates(
         for start in range(0, len(jobs), chunk):
             part = jobs[start : start + chunk]
             for (state, k, _), turn in zip(part, agent.act([view for _, _, view in part])):
-                if isinstance(turn, AgentTurn) and turn.logprob_mean is not None:
+                if isinstance(turn, AgentTurn):
                     rows.append({**state, "candidate": k, "message": turn.message, "logprob_sum": turn.logprob_sum,
                                  "logprob_mean": turn.logprob_mean, "n_tokens": turn.n_tokens})  # fmt: skip
                 else:

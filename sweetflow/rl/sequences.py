@@ -1,8 +1,8 @@
 """Token sequences for the learning code: dialogues in the policy's or the critic's view, tokenised,
 with the segment of every scored token, and the preference datasets built from them.
 
-Scored tokens are the agent's turns, as the chat template's assistant mask marks them (the
-end-of-message token that closes a turn included, as in SFT). What a segment is depends on the use:
+Scored tokens are the agent's turns, as `sweetflow.models.assistant_masks` finds them in any chat
+template (the end-of-message token that closes a turn included, as in SFT). What a segment is depends on the use:
 - "turns": each agent turn its own segment (the critic's per-turn advantages),
 - "all": every agent turn in one segment (MT-DPO; the official critic's whole-trajectory variant),
 - "last": only the last agent turn (one action after a state: candidates, step pairs).
@@ -23,6 +23,7 @@ from typing import Literal
 import polars as pl
 from tqdm import tqdm
 
+from sweetflow.models.assistant_masks import assistant_masks
 from sweetflow.tables import dialogues_by_trajectory, trajectory_key
 from sweetflow.views import chat_for, dialogue_view
 
@@ -51,7 +52,7 @@ class PairData:
     def tokens(self) -> int:
         return sum(len(self.sequences[i].input_ids) + len(self.sequences[j].input_ids) for i, j in self.pairs)
 
-    def with_context_segment(self) -> "PairData":
+    def with_context_segment(self) -> PairData:
         """The same data with every unscored token after the first in one more segment, the last: the
         tokens outside the responses, for an NLL term over the whole dialogue (the preference loss
         leaves that segment out of the scores). Position 0 stays unscored: nothing predicts it."""
@@ -92,16 +93,12 @@ def segmented_batch(tokenizer, chats: list[list[dict]], scoring: Scoring, max_le
     core, ~1.7x faster than one chat at a time for the thousands of candidates of a ranking."""
     if not chats:
         return []
-    enc = tokenizer.apply_chat_template(chats, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
-    return [_segments(list(ids), list(mask), scoring, max_length) for ids, mask in zip(enc["input_ids"], enc["assistant_masks"])]
+    return [_segments(ids, mask, scoring, max_length) for ids, mask in assistant_masks(tokenizer, chats)]
 
 
 def _segments(ids: list[int], mask: list[int], scoring: Scoring, max_length: int) -> SegmentedSequence | None:
     if not any(mask):
-        raise ValueError(
-            "the chat template marks no assistant tokens: it needs {% generation %} blocks "
-            "(transformers' return_assistant_tokens_mask) to tell the agent's turns apart"
-        )
+        raise ValueError("the chat has no agent turn to score")
     if len(ids) > max_length:
         return None
     runs, turn, previous = [], -1, 0

@@ -3,8 +3,8 @@ and rejection fine-tuning (RFT) on successful trajectories.
 
 A dialogue becomes one example: the whole of it from the agent's side (the policy's view), rendered
 by the checkpoint's chat template. The loss is the mean cross-entropy over the assistant tokens
-(every agent turn, each with the end-of-message token that closes it), which the template marks
-through `return_assistant_tokens_mask`. One example per dialogue, not one per turn: each prompt is
+(every agent turn, each with the end-of-message token that closes it), as
+`sweetflow.models.assistant_masks` finds them in any chat template. One example per dialogue, not one per turn: each prompt is
 read once, and the model learns every turn with the context it had. `eval/loss` is the same loss on
 held-out dialogues.
 """
@@ -21,6 +21,7 @@ from accelerate import Accelerator
 from torch.utils.data import DataLoader
 
 from sweetflow.dialogue import EpisodeView, Message
+from sweetflow.models.assistant_masks import assistant_masks
 from sweetflow.params import TrainerParams, TrainingParams
 from sweetflow.rl.logprobs import forward_logprobs
 from sweetflow.rl.loop import Fitted, StepResult, fit, forward_batch_size
@@ -53,9 +54,7 @@ def encode_chats(tokenizer, chats: list[list[dict]], max_length: int) -> tuple[l
     """Tokenise each chat with its assistant mask; return the examples and how many were cut to
     `max_length` (a cut dialogue loses its last turns, usually the answer: keep this at 0)."""
     examples, cut = [], 0
-    for chat in chats:
-        enc = tokenizer.apply_chat_template(chat, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
-        ids, mask = enc["input_ids"], enc["assistant_masks"]
+    for ids, mask in assistant_masks(tokenizer, chats):
         if len(ids) > max_length:
             ids, mask, cut = ids[:max_length], mask[:max_length], cut + 1
         examples.append(Example(ids, [t if m else IGNORE for t, m in zip(ids, mask)]))

@@ -9,38 +9,25 @@ or through the session fixtures `tiny_checkpoint` (a tiny Llama checkpoint built
 corpus, once per session) and `openai_server` (that checkpoint served, once per session), which
 tests/conftest.py registers as a plugin for every test module.
 
-What `transformers serve` (5.23) does that matters here:
-- The checkpoint is passed as the positional FORCE_MODEL: the server preloads it before it starts
-  listening, so once `/health` answers, generation is ready. The request's `model` must then be
-  that same string (or absent): anything else is a 400.
-- `GET /v1/models` lists only models in the Hugging Face hub cache, never the forced local
-  directory, and fails unless `$HF_HOME/hub` exists: we give each server a fresh HF_HOME with an
-  empty `hub`, so it answers `{"data": []}`. Readiness is therefore probed on `/health`.
-- It runs one `generate()` at a time: concurrent requests queue (measured here with the tiny
-  model and one thread: ~17 completions/s of 32 tokens at concurrency 1 and at 4).
-  `--continuous-batching` (pass it in `extra_args`) batches them (~47/s at concurrency 4), but
-  then the sampling parameters (temperature, top_p) of the server's FIRST request apply to every
-  later one; only max_tokens stays per request. Keep it off where requests differ in temperature.
-- `logprobs`, `top_logprobs` and `n` are accepted but ignored, with a warning in the server log:
-  the answer has one choice and `logprobs` is None. `seed` works per request.
+The server is the product's own (`sweetflow.agents.server`, whose docstring says what `transformers
+serve` does that matters), started with the command of params.yaml's `agents.served_base`. Measured
+here with the tiny model and one thread: ~17 completions/s of 32 tokens at concurrency 1 and at 4
+(one generate at a time); `--continuous-batching` (`extra_args`) ~47/s at concurrency 4, but with the
+sampling parameters of the server's first request for every later one.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+
+from sweetflow.agents.server import serve
+from sweetflow.params import ServerParams
+from tests.support.params import project_params
 
 # A few lines in the register of the tasks: enough for a byte-level BPE to learn some merges.
 CORPUS = [
@@ -59,113 +46,29 @@ class ServedModel(NamedTuple):
     model_name: str  # the value for the request's `model` field
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def serve_command(path: str | Path, port: int, extra_args: tuple[str, ...] = ()) -> list[str]:
-    """The command line: `transformers serve <checkpoint> --host 127.0.0.1 --port P --device cpu`,
-    run with this interpreter so that it uses the same environment as the tests."""
-    return [
-        sys.executable, "-m", "transformers.cli.transformers", "serve", str(path),
-        "--host", "127.0.0.1", "--port", str(port), "--device", "cpu", *extra_args,
-    ]  # fmt: skip
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
+def cpu_server(
+    startup_timeout: float = 120.0, extra_args: tuple[str, ...] = (), threads: int | None = 1
+) -> ServerParams:
+    """params.yaml's `transformers serve` on a CPU (`agents.served_base.server`), with these knobs."""
+    server = project_params().agents["served_base"].server
+    return server.model_copy(update={"command": [*server.command, *extra_args], "startup_timeout_s": startup_timeout,
+                                     "threads": threads or 0})  # fmt: skip
 
 
 @contextlib.contextmanager
 def serve_checkpoint(
-    path: str | Path,
-    port: int | None = None,
-    startup_timeout: float = 120.0,
-    extra_args: tuple[str, ...] = (),
-    threads: int | None = 1,
+    path: str | Path, startup_timeout: float = 120.0, extra_args: tuple[str, ...] = (), threads: int | None = 1
 ) -> Iterator[ServedModel]:
     """Serve a local checkpoint directory with `transformers serve` on 127.0.0.1 and yield
-    `(base_url, model_name)` once it answers; the server is always terminated on exit.
-
-    Offline by construction: HF_HUB_OFFLINE=1 and a throw-away HF_HOME (with the `hub` folder that
-    `GET /v1/models` needs), so a missing file fails instead of reaching for the network.
+    `(base_url, model_name)` once it answers; the server is always stopped on exit.
 
     `threads` caps torch's intra-op threads in the server (OMP_NUM_THREADS). One is the default:
     a tiny model's matrices are too small to split, and on this 2-core machine two threads made
     generation about 10x slower than one (they spin against each other and against the test
     process). None leaves torch's default (all cores), which suits real-sized models.
     """
-    path = Path(path)
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path} is not a checkpoint directory (no config.json)")
-    port = port or free_port()
-    model_name = str(path)
-    with tempfile.TemporaryDirectory(prefix="sweetflow-serve-") as tmp:
-        hf_home = Path(tmp) / "hf_home"
-        (hf_home / "hub").mkdir(parents=True)
-        log_path = Path(tmp) / "server.log"
-        env = dict(os.environ)
-        env.update(
-            HF_HOME=str(hf_home),
-            HF_HUB_OFFLINE="1",
-            TRANSFORMERS_OFFLINE="1",
-            HF_HUB_DISABLE_TELEMETRY="1",
-            PYTHONUNBUFFERED="1",
-        )
-        if threads is not None:
-            env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-        cmd = serve_command(path, port, extra_args)
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-        try:
-            _wait_until_up(proc, f"http://127.0.0.1:{port}/health", startup_timeout, log_path, cmd)
-            yield ServedModel(f"http://127.0.0.1:{port}/v1", model_name)
-        finally:
-            _stop(proc)
-
-
-# Straight to loopback, whatever *_proxy variables the environment has.
-_direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def _wait_until_up(proc: subprocess.Popen, health_url: str, timeout: float, log_path: Path, cmd: list[str]) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(
-                f"`{' '.join(cmd)}` exited with code {proc.returncode} before answering.\n"
-                f"--- server log (tail) ---\n{_tail(log_path)}"
-            )
-        try:
-            with _direct.open(health_url, timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"`{' '.join(cmd)}` did not answer {health_url} within {timeout:.0f} s.\n"
-                f"--- server log (tail) ---\n{_tail(log_path)}"
-            )
-        time.sleep(0.2)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM (uvicorn shuts down gracefully in a second or two), SIGKILL if it lingers."""
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=15)
+    with serve(cpu_server(startup_timeout, extra_args, threads), path) as server:
+        yield ServedModel(server.base_url, server.model)
 
 
 def build_tiny_checkpoint(dest: Path, texts: list[str] = CORPUS, vocab_size: int = 384) -> Path:

@@ -4,6 +4,7 @@ name the key (or the file and line, for a file that is not YAML)."""
 from __future__ import annotations
 
 import copy
+import re
 import time
 import typing
 from pathlib import Path
@@ -257,3 +258,31 @@ def test_params_survive_dvcs_round_trip_of_params_yaml(tmp_path):
     changed = load_params(tmp_path / "params.yaml")
     assert changed.policies["sweet"].epochs == 3
     assert changed.model_dump(exclude={"policies"}) == load_params(ROOT / "params.yaml").model_dump(exclude={"policies"})
+
+
+IMPORT = {"source": "import", "import_file": "data/offline/t.jsonl", "import_reward": "sandbox"}
+
+
+@pytest.mark.parametrize(
+    "changes, problem",
+    [
+        ({"rollout": {**IMPORT, "import_file": None}}, "source 'import' needs import_file"),
+        ({"rollout": {"import_file": "data/offline/t.jsonl"}}, "import_file is read only with source 'import'"),
+        ({"rollout": {**IMPORT, "import_file": "/data/t.jsonl"}}, "import_file must lie under data/offline/"),
+        ({"rollout": {**IMPORT, "import_file": "data/offline/../t.jsonl"}}, "import_file must lie under data/offline/"),
+        ({"rollout": {**IMPORT, "import_file": "data/offline"}}, "import_file must lie under data/offline/"),
+        ({"rollout": IMPORT, "train_domains": ["backend", "frontend"], "frontend": {"tasks": {"n_train": 4, "n_val": 2}}},
+         "rollout.source 'import' reads backend trajectories; train_domains has 'frontend'"),
+        ({"rollout": IMPORT, "backend": {"tasks": {"source": "colbench", "colbench_test": "y.jsonl"}}},
+         "backend.tasks.colbench_train is null"),
+    ],
+)  # fmt: skip
+def test_an_import_names_what_it_lacks(tmp_path, changes, problem):
+    with pytest.raises(ParamsError, match=re.escape(problem)):
+        load_params(write(tmp_path, changes))
+
+
+def test_an_import_of_a_file_under_data_offline_is_valid():
+    changes = {"tasks": {"source": "colbench", "colbench_train": "x.jsonl", "colbench_test": "y.jsonl"}}
+    params = params_with({"rollout": IMPORT, "backend": changes})
+    assert params.rollout.source == "import" and params.rollout.import_file == Path("data/offline/t.jsonl")

@@ -277,10 +277,23 @@ def _enter_user_jail(jail: Jail) -> None:
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     # Opened here: a bind mount's source must be a mount of this mount namespace, not the worker's.
     handles = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in jail.reexpose}
-    for d in WRITABLE_DIRS:
-        if os.path.isdir(d) and not os.path.islink(d):
-            _mount("tmpfs", d, "tmpfs", 0, "size=64m,mode=1777")
+    covered = [d for d in WRITABLE_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    for d in covered:
+        _mount("tmpfs", d, "tmpfs", 0, "size=64m,mode=1777")
+    # The path down to a directory put back inside a fresh tmpfs (a venv or checkout under /tmp) is
+    # made again there, owned by the child's own uid: it would be free to write beside the code it
+    # imports. Each such path gets a tmpfs of its own, read-only once the code is mounted in it.
+    skeletons = sorted(
+        {f"{d}/{os.path.relpath(p, d).split('/')[0]}" for p in jail.reexpose for d in covered if _under(p, [d])}
+        - set(jail.reexpose)
+    )
+    for top in skeletons:
+        os.makedirs(top, exist_ok=True)
+        _mount("tmpfs", top, "tmpfs", 0, "size=1m,mode=755")
     _expose(handles)
+    for top in skeletons:
+        locked = os.statvfs(top).f_flag & (os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC)  # as in _expose
+        _mount("none", top, None, MS_REMOUNT | MS_BIND | MS_RDONLY | locked, None)
     os.mkdir(USERNS_WORKDIR, 0o700)
     _unshare(CLONE_NEWUSER, "a user namespace")
     _map_ids(jail.ids)

@@ -45,9 +45,8 @@ def task_from_row(row: dict, path: Path | str = "<row>", line: int = 0) -> dict:
         raise ImportRowError(path, line, f"test_cases.{bad[0]}", "expected a call expression string")
     calls = [tests[k] for k in sorted(tests, key=_test_order)]
     function_name, signature = _function_of(reference, description)
-    digest = hashlib.sha1((reference + "\n" + "\n".join(calls)).encode()).hexdigest()[:12]
     return {
-        "task_id": f"colbench-{digest}",
+        "task_id": task_id_of(reference, calls),
         "family": "colbench",
         "function_name": function_name,
         "signature": signature,
@@ -57,6 +56,13 @@ def task_from_row(row: dict, path: Path | str = "<row>", line: int = 0) -> dict:
         "test_cases": calls,
         "facts": [],
     }
+
+
+def task_id_of(reference: str, calls: list[str]) -> str:
+    """A task's id from its content, the reference and the test calls in order: the same task has the
+    same id in every file that holds it (the official train file, a trajectory line's `task`)."""
+    digest = hashlib.sha1((reference + "\n" + "\n".join(calls)).encode()).hexdigest()[:12]
+    return f"colbench-{digest}"
 
 
 def _test_order(key: str) -> tuple[int, str]:

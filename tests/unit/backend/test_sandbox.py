@@ -476,11 +476,6 @@ def test_hostile_answer_scores_nothing_and_leaves_nothing(case: Hostile, user: s
         out = run_as_user(nonroot, host.fill(case.code), case.calls, host)
     assert out.walls == ("root" if user == "root" else "user-namespace")
     expected = case.expected(out.walls)
-    if out.walls == "user-namespace" and case.name == "file in the repository" and PROJECT_ROOT.is_relative_to("/tmp"):
-        # A checkout under /tmp (a CI clone): the child's /tmp is a fresh tmpfs of its own, in which the
-        # path down to the code it may import exists again, so the write lands in that private copy.
-        # That nothing reached the real repository is checked by files_left() below.
-        expected = ("ok", (None,))
     assert (out.status, tuple(out.call_errors)) == expected
     assert not any(SECRET in (o or "") for o in out.outputs)
     assert not any(passes_test(EXPECTED, o) for o in out.outputs)
