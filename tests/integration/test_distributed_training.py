@@ -17,11 +17,11 @@ import sys
 import pytest
 import torch
 
-from sweetflow.models.checkpoint import pad_id, save_checkpoint
-from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
+from sweetflow.models.checkpoint import load_checkpoint, pad_id
 from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.sequences import PairData, group_pairs, segmented
 from sweetflow.rl.sft import demo_chats, encode_chats
+from tests.support.chat_templates import stock_checkpoint
 from tests.support.project import ROOT, tool_env
 
 CPU_CONFIG = """\
@@ -34,6 +34,7 @@ machine_rank: 0
 rdzv_backend: static
 same_network: true
 """
+MAX_LENGTH = 3072  # the stock checkpoint's context
 TRAINER = {"seed": 0, "epochs": 2, "learning_rate": 5e-3, "batch_size": 8}
 LORA = {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}
 # Nothing but the order of additions differs: one process adds its two passes' gradients, gloo adds
@@ -44,15 +45,15 @@ LORA = {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "k_proj
 
 @pytest.fixture(scope="module")
 def inputs(corpus, tmp_path_factory):
-    """A tiny checkpoint, and real dialogues as SFT examples and as preference pairs in groups of two."""
+    """A tiny checkpoint with a stock Llama-3 chat template (no generation blocks: its assistant
+    masks are found by rendering), and real dialogues as SFT examples and as preference pairs in
+    groups of two."""
     root = tmp_path_factory.mktemp("distributed")
+    model, tok = load_checkpoint(stock_checkpoint(root / "model", "llama3"))
     chats = demo_chats(corpus.train, corpus.demos)
-    tok = train_tokenizer(tokenizer_corpus(corpus.train, chats), 384, max_length=1536)
-    model = build_model(tok, hidden_size=64, max_length=1536, seed=0)
-    save_checkpoint(model, tok, root / "model")
-    examples, _ = encode_chats(tok, chats, 1536)
-    sequences = [segmented(tok, chat, "turns", 1536) for chat in chats]
-    assert len(examples) == len(sequences) == 16 and all(sequences)
+    examples, cut = encode_chats(tok, chats, MAX_LENGTH)
+    sequences = [segmented(tok, chat, "turns", MAX_LENGTH) for chat in chats]
+    assert len(examples) == len(sequences) == 16 and not cut and all(sequences)
     # Each dialogue against the next: 16 pairs, the pairs of two dialogues in one group.
     pairs = [(i, (i + 1) % 16) for i in range(16)]
     data = PairData(sequences, pairs, group_pairs([f"g{i // 2}" for i in range(16)]))
