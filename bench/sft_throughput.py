@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                     fitted = train_sft(model, examples, [], p, engine, tokenizer.pad_token_id, Path(tmp) / "live")
                 loop = "train_sft, grouped" if grouped else "train_sft, shuffled"
                 results.append({**row, "loop": loop, "tokens": fitted.summary["train_tokens"],
-                                "seconds": fitted.timing["train_seconds"]})  # fmt: skip
+                                "seconds": fitted.run["train_seconds"]})  # fmt: skip
             model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
             tokens, seconds = plain_torch_loop(model, examples, p, tokenizer.pad_token_id)
             results.append({**row, "loop": "plain torch", "tokens": tokens, "seconds": seconds})

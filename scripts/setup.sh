@@ -11,14 +11,18 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 # The stamp records the extras installed; SWEETFLOW_EXTRAS (e.g. slurm: the cluster executor, which
-# `make test-slurm` asks for) adds to them, and a later run without it keeps them.
+# `make test-slurm` asks for) adds to them, and a later run without it keeps them. SWEETFLOW_GPU=1
+# (a GPU machine, docs/gpu.md) adds the `gpu` extra and leaves torch to it.
 stamp=.venv/.sweetflow-setup
 had=$(cat "$stamp" 2>/dev/null || true)
-extras=$(tr ',' '\n' <<<"dev,$had,${SWEETFLOW_EXTRAS:-}" | sed '/^$/d' | sort -u | paste -sd, -)
+gpu=${SWEETFLOW_GPU:+gpu}
+extras=$(tr ',' '\n' <<<"dev,$had,${SWEETFLOW_EXTRAS:-},$gpu" | sed '/^$/d' | sort -u | paste -sd, -)
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ] || [ "$extras" != "$had" ]; then
     .venv/bin/python -m pip install --quiet --upgrade pip
-    # torch first and pinned: 2.13.0 is the CPU wheel here; anything newer pulls a CUDA build.
-    .venv/bin/python -m pip install --quiet torch==2.13.0
+    if ! grep -qw gpu <<<"${extras//,/ }"; then
+        # torch first and pinned: 2.13.0 is the CPU wheel here; anything newer pulls a CUDA build.
+        .venv/bin/python -m pip install --quiet torch==2.13.0
+    fi
     .venv/bin/python -m pip install --quiet -e ".[$extras]"
     echo "$extras" >"$stamp"
 fi

@@ -80,10 +80,10 @@ def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage, sections: d
             save_checkpoint(fitted.model, tokenizer, out.dir, state_dict=fitted.state)
             config = {"model": p.model_dump(mode="json"), "data": data, "sft": fitted.summary}
             write_json(out.dir / "training_config.json", config)  # as nanoGPT keeps it with the weights
-            out.run["sft"] = fitted.timing
+            out.run["sft"] = fitted.run
         metrics = json.loads((live_dir / "metrics.json").read_text())
         write_json(live_dir / "metrics.json", {**metrics, "data": data})
-    print(json.dumps({"data": data, "sft": {**fitted.summary, **fitted.timing}}, indent=2))
+    print(json.dumps({"data": data, "sft": {**fitted.summary, **fitted.run}}, indent=2))
 
 
 def adopt_local(p: ModelParams, stage: Stage, sections: dict) -> None:

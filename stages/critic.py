@@ -30,7 +30,7 @@ from sweetflow.artifacts import stage_output, write_json
 from sweetflow.errors import InputError, run_stage
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, save_checkpoint
 from sweetflow.rl.logprobs import reference_segment_logps
-from sweetflow.rl.loop import launch, live_report
+from sweetflow.rl.loop import forward_batch_size, launch, live_report
 from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.preference import train_preference
 from sweetflow.rl.sequences import context_length, successful_chats, trajectory_pair_data
@@ -74,7 +74,8 @@ def main() -> None:
         )
         if p.nll_span == "dialogue" and data.sequences:
             data = data.with_context_segment()
-        ref = reference_segment_logps(model, data.sequences, p.batch_size, pad) if data.sequences else None
+        forward = forward_batch_size(p, engine)
+        ref = reference_segment_logps(model, data.sequences, forward, pad) if data.sequences else None
         return data, keys, dropped, ref
 
     train, keys, dropped, ref = build(pairs.filter(~pl.col("task_id").is_in(held)))
@@ -107,11 +108,11 @@ def main() -> None:
             torch.save({"keys": keys, "sums": ref.sums, "counts": ref.counts}, out.dir / "reference_logps.pt")
             config = {"critic": p.model_dump(mode="json"), "data": data, "training": fitted.summary}
             write_json(out.dir / "training_config.json", config)
-            out.run["training"] = fitted.timing
+            out.run["training"] = fitted.run
         metrics = json.loads((live / "metrics.json").read_text())
         accuracy = fitted.summary.get("eval_rewards/accuracies_final")  # DVCLive nests it under its slash
         write_json(live / "metrics.json", {**metrics, **data, "heldout_accuracy": accuracy})
-    print(json.dumps({"data": data, "training": {**fitted.summary, **fitted.timing}}, indent=2))
+    print(json.dumps({"data": data, "training": {**fitted.summary, **fitted.run}}, indent=2))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from sweetflow.artifacts import stage_output, write_json
 from sweetflow.errors import InputError, run_stage
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, save_checkpoint
 from sweetflow.rl.logprobs import reference_segment_logps
-from sweetflow.rl.loop import launch, live_report
+from sweetflow.rl.loop import forward_batch_size, launch, live_report
 from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.preference import train_preference
 from sweetflow.rl.sequences import context_length, step_pair_data, successful_chats, trajectory_pair_data
@@ -78,12 +78,12 @@ def main() -> None:
             raise InputError(f"{inputs[-1]}: no preference pair to train on")
         if p.nll_span == "dialogue":
             pairs = pairs.with_context_segment()
-        ref = reference_segment_logps(base, pairs.sequences, p.batch_size, pad)
+        ref = reference_segment_logps(base, pairs.sequences, forward_batch_size(p, engine), pad)
         data = {"train_pairs": len(pairs.pairs), "pairs_too_long": dropped, "train_tokens_per_epoch": pairs.tokens()}
         examples = None
     del base  # each seed starts from a fresh copy
 
-    summaries, timings = {}, {}
+    summaries, runs = {}, {}
     sections = {f"policies.{name}": p, "seeds": params.seeds, "training": engine}
     with live_report(paths.stage_report(domain, "policies", name)) as live, stage_output(
         paths.policy(domain, name), stage.name, sections, inputs, p.seed
@@ -100,7 +100,7 @@ def main() -> None:
             if fitted.model is None:  # not the main process
                 continue
             save_checkpoint(fitted.model, tokenizer, out.dir / f"seed{seed}", state_dict=fitted.state)
-            summaries[str(seed)], timings[str(seed)] = fitted.summary, fitted.timing
+            summaries[str(seed)], runs[str(seed)] = fitted.summary, fitted.run
             (live / "plots").mkdir(parents=True, exist_ok=True)
             os.replace(seed_live / "plots", live / "plots" / f"seed{seed}")
             shutil.rmtree(seed_live)
@@ -108,8 +108,8 @@ def main() -> None:
             torch.save({"sums": ref.sums, "counts": ref.counts}, out.dir / "reference_logps.pt")
         write_json(out.dir / "training_config.json", {"policy": p.model_dump(mode="json"), "seeds": params.seeds, "data": data})
         write_json(live / "metrics.json", {"method": p.method, "data": data, "seeds": summaries})
-        out.run["training"] = timings
-    print(json.dumps({"data": data, "seeds": summaries, "timing": timings}, indent=2))
+        out.run["training"] = runs
+    print(json.dumps({"data": data, "seeds": summaries, "run": runs}, indent=2))
 
 
 if __name__ == "__main__":

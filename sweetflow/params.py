@@ -291,7 +291,20 @@ class TrainingParams(Section):
     lora: LoraParams | None = Field(description="Train LoRA adapters instead of all weights (large models); null: all weights.")
     accelerate_config: str | None = Field(
         description="An accelerate config file (DeepSpeed ZeRO-3, FSDP: configs/accelerate/) for `accelerate launch` on "
-        "GPUs; the stage relaunches itself under it. Null: one process."
+        "GPUs; the stage relaunches itself under it, with `processes` processes. Null: one process."
+    )
+    processes: int | None = Field(
+        ge=1,
+        description="With accelerate_config: processes (one per GPU) that `accelerate launch` starts; null: the launch "
+        "environment's count, SLURM_GPUS_ON_NODE inside a SLURM job, else the CUDA devices torch sees. Overrides the "
+        "config file's num_processes.",
+    )
+    micro_batch_size: int | None = Field(
+        ge=1,
+        description="Examples (SFT) or pairs (preference losses) in one forward and backward pass on one device. Each "
+        "trainer's batch_size is the effective batch, reached by gradient accumulation over batch_size / "
+        "(micro_batch_size x processes) micro-batches, which must be a whole number. Null: batch_size / processes "
+        "(no accumulation).",
     )
 
 
@@ -301,7 +314,11 @@ class TrainerParams(Section):
     seed: int = Field(description="Seed of initialisation, data order and dropout.")
     epochs: int = Field(ge=0, description="Passes over the training data.")
     learning_rate: float = Field(gt=0, description="Peak learning rate (linear warm-up, cosine decay).")
-    batch_size: int = Field(ge=1, description="Examples (SFT) or pairs (preference losses) per optimiser step, per device.")
+    batch_size: int = Field(
+        ge=1,
+        description="The effective batch: examples (SFT) or pairs (preference losses) per optimiser step, over all "
+        "devices and accumulation steps together (training.micro_batch_size sets how many one pass holds).",
+    )
 
 
 class ModelParams(TrainerParams):

@@ -1,5 +1,6 @@
 """Batches for the trainers: right-padded rows, rows that share a prefix read once, preference
-pairs laid out as the loss wants them, and length-grouped batch order.
+pairs laid out as the loss wants them, length-grouped batch order, and an optimiser step's batch
+cut into the micro-batches of each process.
 
 A preference batch holds 2P rows, [0, P) the chosen sequences and [P, 2P) the rejected ones in the
 same pair order (TRL's and OpenRLHF's convention: one forward pass for both sides).
@@ -107,3 +108,18 @@ class LengthGroupedBatches(Sampler[list[int]]):
             window = sorted(order[start : start + span], key=lambda i: -self.lengths[i])
             batches += [window[i : i + self.batch_size] for i in range(0, len(window), self.batch_size)]
         yield from (batches[i] for i in torch.randperm(len(batches), generator=generator).tolist())
+
+
+def micro_batches(items: list, processes: int, rank: int, accumulation: int) -> list[list]:
+    """Process `rank`'s share of one optimiser step's `items`: consecutive runs of them, one per
+    forward pass. The step is cut into processes x accumulation runs of nearly equal size, run k
+    going to process k // accumulation, so that the same items make the same runs on one process
+    accumulating or on several. Every process gets as many runs, none empty: a short last batch of
+    an epoch gets fewer runs per process, and one with fewer items than processes gets none."""
+    per_process = min(accumulation, len(items) // processes)
+    runs = processes * per_process
+    if not runs:
+        return []
+    size, extra = divmod(len(items), runs)
+    starts = [k * size + min(k, extra) for k in range(runs + 1)]
+    return [items[starts[k] : starts[k + 1]] for k in range(rank * per_process, (rank + 1) * per_process)]

@@ -1,8 +1,16 @@
 """One flat training loop on accelerate, for this CPU and for several GPUs; every trainer uses it.
 
 Run as a plain process it trains on the CPU (or one GPU). Under `accelerate launch --config_file
-configs/accelerate/zero3.yaml` (or fsdp.yaml) the same code runs on every GPU: accelerate shards
-the data, and DeepSpeed ZeRO-3 or FSDP shards the weights, gradients and optimiser state.
+configs/accelerate/zero3.yaml` (or fsdp.yaml) the same code runs on every GPU: each process trains
+on its share of every batch, and DeepSpeed ZeRO-3 or FSDP shards the weights, gradients and
+optimiser state.
+
+A trainer's `batch_size` is the effective batch: the examples or pairs of one optimiser step,
+whatever the number of processes. Each process reads the same batches and takes its share,
+`training.micro_batch_size` at a time, accumulating gradients over the passes
+(`BatchLayout`). Every pass's loss is weighted by its share of the step's tokens (SFT) or pairs
+(preference losses), counted over all processes, so that a step's gradient is that of the whole
+batch however it is cut (the `num_items_in_batch` of transformers' Trainer).
 
 What differs between SFT, the critic and DPO is only the loss of a batch: a `loss_fn(model, batch)`
 returning a `StepResult`. Curves go to DVCLive through accelerate's tracker: `train/<metric>` and
@@ -19,18 +27,18 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from accelerate import Accelerator
-from accelerate.utils import set_seed
+from accelerate import Accelerator, PartialState
+from accelerate.utils import parse_flag_from_env, send_to_device, set_seed
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
-from sweetflow.params import LoraParams, TrainerParams, TrainingParams
-from sweetflow.rl.batching import LengthGroupedBatches
+from sweetflow.params import LoraParams, ParamsError, TrainerParams, TrainingParams
+from sweetflow.rl.batching import LengthGroupedBatches, micro_batches
 
 LOG_EVERY = 10  # optimiser steps between two points of the training curve
 WARMUP_SHARE = 0.05  # of all steps, with a linear ramp of the learning rate
@@ -46,7 +54,44 @@ class Fitted:
     model: object | None
     state: dict | None  # the full state dict gathered from every process (ZeRO-3 and FSDP keep shards)
     summary: dict  # steps, tokens, losses and evaluations: the same for the same inputs
-    timing: dict  # seconds and tokens per second: facts of this run on this machine, for its run record
+    # Facts of this run on this machine, for its run record: the batch layout (BatchLayout.record),
+    # seconds and tokens per second. Not in `summary`: another layout of the same effective batch
+    # gives the same results up to float rounding.
+    run: dict
+
+
+@dataclass(frozen=True)
+class BatchLayout:
+    """How the effective batch of an optimiser step is spread: `processes` devices, each making
+    `accumulation` forward and backward passes of `micro` examples or pairs."""
+
+    effective: int
+    micro: int
+    processes: int
+    accumulation: int
+
+    def record(self) -> dict[str, int]:
+        return {"effective_batch": self.effective, "micro_batch": self.micro, "processes": self.processes,
+                "accumulation_steps": self.accumulation}  # fmt: skip
+
+
+def batch_layout(batch_size: int, micro: int | None, processes: int, name: str) -> BatchLayout:
+    """The layout of `batch_size` (the effective batch) over `processes` processes with
+    `training.micro_batch_size` `micro` (None: batch_size / processes); a ParamsError if it does not divide."""
+    if micro is None:
+        if batch_size % processes:
+            raise ParamsError(
+                f"{name}: batch_size {batch_size} (the effective batch) does not divide among {processes} "
+                "processes; set training.micro_batch_size so that batch_size / (micro_batch_size x processes) is whole"
+            )
+        micro = batch_size // processes
+    accumulation, rest = divmod(batch_size, micro * processes)
+    if rest or not accumulation:
+        raise ParamsError(
+            f"{name}: batch_size {batch_size} (the effective batch) is not a multiple of training.micro_batch_size "
+            f"{micro} x {processes} processes; batch_size / (micro_batch_size x processes) is the accumulation steps"
+        )
+    return BatchLayout(batch_size, micro, processes, accumulation)
 
 
 @dataclass
@@ -75,15 +120,47 @@ def with_lora(model, lora: LoraParams):
     return get_peft_model(model, config)
 
 
+def process_count() -> int:
+    """Processes training together, as the Accelerator will count them (ACCELERATE_USE_CPU: processes
+    on CPUs, talking through gloo)."""
+    return PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).num_processes
+
+
+def forward_batch_size(p: TrainerParams, engine: TrainingParams) -> int:
+    """Examples or pairs a forward pass may hold on one device: the micro-batch, or the whole batch
+    when none is set (for passes without gradients, such as evaluations and reference log-probs)."""
+    return engine.micro_batch_size or p.batch_size
+
+
+def launch_processes(p: TrainingParams, env: dict[str, str] = os.environ) -> int:
+    """How many processes `accelerate launch` starts: `training.processes`, else the GPUs of the
+    SLURM job (SLURM_GPUS_ON_NODE), else the CUDA devices torch sees (CUDA_VISIBLE_DEVICES applies)."""
+    if p.processes:
+        return p.processes
+    slurm = env.get("SLURM_GPUS_ON_NODE")
+    if slurm:
+        if not slurm.isdigit():
+            raise ParamsError(f"SLURM_GPUS_ON_NODE={slurm!r}: not a GPU count; set training.processes")
+        return int(slurm)
+    if not torch.cuda.device_count():
+        raise ParamsError(
+            f"training.accelerate_config is {p.accelerate_config!r}, but no GPU is visible and training.processes is "
+            "null: set training.processes (with a config for CPUs, or when GPUs are hidden from this process)"
+        )
+    return torch.cuda.device_count()
+
+
 def launch(p: TrainingParams) -> None:
     """Run the calling stage's training where `p` says. With `accelerate_config` set, replace this
-    process by `accelerate launch` of the same stage module and arguments, so that `python -m
-    stages.X` (as `dvc repro` runs it) trains on every GPU the config names; otherwise (and in the
+    process by `accelerate launch` of the same stage module and arguments, on `launch_processes`
+    processes (a command-line option wins over the config file's num_processes), so that `python -m
+    stages.X` (as `dvc repro` runs it) trains on every GPU it was given; otherwise (and in the
     launched processes) fix torch's CPU thread count: a fixed count keeps float reductions, and so
     the trained weights, reproducible."""
     if p.accelerate_config and "ACCELERATE_MIXED_PRECISION" not in os.environ:  # not yet under a launcher
         module = sys.modules["__main__"].__spec__.name
-        launcher = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", p.accelerate_config]
+        launcher = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", p.accelerate_config,
+                    "--num_processes", str(launch_processes(p))]  # fmt: skip
         os.execv(sys.executable, launcher + ["-m", module, *sys.argv[1:]])
     if p.threads:
         torch.set_num_threads(p.threads)
@@ -94,20 +171,31 @@ def fit(
     train: list,
     collate_fn: Callable,
     loss_fn: Callable[[object, dict], StepResult],
+    weight_fn: Callable[[dict], int],
     p: TrainerParams,
     engine: TrainingParams,
     log_dir: Path | str,
     name: str,
     evaluate: Callable[[object, Accelerator], dict[str, float]] | None = None,
     lengths: list[int] | None = None,
+    per_step: int | None = None,
 ) -> Fitted:
-    """Train `model` on `train` for `p.epochs` epochs, the way `engine` says. With `lengths` (the
-    padded length of each item) and `engine.group_by_length`, batches hold items of similar length.
+    """Train `model` on `train` for `p.epochs` epochs, the way `engine` says, `per_step` items of
+    `train` an optimiser step (default `p.batch_size`; fewer when items are groups of pairs). With
+    `lengths` (the padded length of each item) and `engine.group_by_length`, batches hold items of
+    similar length. `weight_fn(batch)` counts what `loss_fn`'s loss is a mean over (tokens, pairs):
+    passes are weighted by it.
 
     The returned model is unwrapped, with LoRA adapters merged into its weights, so that it saves as
     a plain checkpoint any server loads; the state dict is for `save_pretrained(..., state_dict=...)`.
     """
-    accelerator = Accelerator(mixed_precision={"fp32": "no"}.get(engine.precision, engine.precision), log_with="dvclive")
+    processes = process_count()
+    layout = batch_layout(p.batch_size, engine.micro_batch_size, processes, name)
+    per_step = per_step or p.batch_size
+    accelerator = Accelerator(
+        mixed_precision={"fp32": "no"}.get(engine.precision, engine.precision),
+        gradient_accumulation_steps=layout.accumulation, log_with="dvclive",
+    )  # fmt: skip
     set_seed(p.seed)  # python, numpy and torch: initialisation of adapters, dropout
     # The same run gives the same weights: on CPU, the backward of indexing with repeated indices
     # (a shared prefix's cache read by several rows) otherwise adds in a thread-dependent order.
@@ -118,17 +206,25 @@ def fit(
         model.config.use_cache = False  # the cache is useless while training and conflicts with recomputation
     if engine.lora:
         model = with_lora(model, engine.lora)
+    # Every process reads the same whole batches (the same seed) and takes its share (micro_batches):
+    # the data of a step is the same for any number of processes.
     if lengths is not None and engine.group_by_length:
-        loader = DataLoader(train, batch_sampler=LengthGroupedBatches(lengths, p.batch_size, p.seed), collate_fn=collate_fn)
+        loader = DataLoader(train, batch_sampler=LengthGroupedBatches(lengths, per_step, p.seed), collate_fn=list)
     else:
         loader = DataLoader(
-            train, batch_size=p.batch_size, shuffle=True, collate_fn=collate_fn,
-            generator=torch.Generator().manual_seed(p.seed),
-        )  # fmt: skip
+            train, batch_size=per_step, shuffle=True, collate_fn=list, generator=torch.Generator().manual_seed(p.seed)
+        )
     optimizer = torch.optim.AdamW(
         [q for q in model.parameters() if q.requires_grad], lr=p.learning_rate, betas=(0.9, 0.95), weight_decay=0.0
     )
-    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    if accelerator.state.deepspeed_plugin is not None:  # it reads the micro-batch from a prepared loader; ours is not
+        accelerator.state.deepspeed_plugin.deepspeed_config["train_micro_batch_size_per_gpu"] = layout.micro
+    model, optimizer = accelerator.prepare(model, optimizer)
+    if accelerator.gradient_accumulation_steps != layout.accumulation:  # DeepSpeed's config wins over ours
+        raise ParamsError(
+            f"{engine.accelerate_config}: gradient_accumulation_steps {accelerator.gradient_accumulation_steps}, but "
+            f"batch_size / (training.micro_batch_size x processes) is {layout.accumulation}: remove it from the config"
+        )
     # dvcyaml=None: the stage's metrics and plots are declared in the project's dvc.yaml.
     accelerator.init_trackers(name, init_kwargs={"dvclive": {"dir": str(log_dir), "dvcyaml": None, "save_dvc_exp": False}})
 
@@ -143,7 +239,37 @@ def fit(
             accelerator.log({f"eval/{k}": v for k, v in values.items()}, step=step)
         return values
 
-    total = p.epochs * len(loader)
+    def train_step(items: list) -> tuple[dict[str, float], int]:
+        """One optimiser step on this process's share of `items`: the loss and metrics of the whole
+        step (every pass of every process, weighted), and the tokens this process read."""
+        runs = micro_batches(items, processes, rank, layout.accumulation)
+        batches = [send_to_device(collate_fn(run), accelerator.device) for run in runs]
+        weights = [weight_fn(batch) for batch in batches]
+        whole = sum(weights)
+        if processes > 1:
+            whole = int(accelerator.reduce(torch.tensor(whole, device=accelerator.device), "sum"))
+        whole = max(whole, 1)  # nothing to learn from (no scored token): every loss is 0
+        means, tokens = defaultdict(float), 0
+        for i, (batch, weight) in enumerate(zip(batches, weights)):
+            last = i == len(batches) - 1
+            accelerator.sync_gradients = last  # DeepSpeed steps at the boundary, the optimiser only then
+            with nullcontext() if last else accelerator.no_sync(model):
+                out = loss_fn(model, batch)
+                # accelerate divides by the accumulation steps and DDP averages over processes: undone
+                # here, so that the step's gradient is the weighted mean over all its passes.
+                accelerator.backward(out.loss * (weight * layout.accumulation * processes / whole))
+            for k, v in {"loss": out.loss.item(), **out.metrics}.items():
+                means[k] += weight / whole * v  # one pass on one process: exactly its own values
+            tokens += out.tokens
+        if processes > 1:
+            keys = sorted(means)
+            values = torch.tensor([means[k] for k in keys], dtype=torch.float64, device=accelerator.device)
+            means = dict(zip(keys, accelerator.reduce(values, "sum").tolist()))
+        return means, tokens
+
+    rank = accelerator.process_index
+    full, rest = divmod(len(train), per_step)
+    total = p.epochs * (full + (rest >= processes))  # a last batch smaller than the processes is left out
     step, tokens, window, epoch_losses = 0, 0, defaultdict(list), []
     summary = {f"eval_{k}_initial": v for k, v in run_eval(0).items()}
     final_eval: dict[str, float] = {}
@@ -152,19 +278,20 @@ def fit(
     model.train()
     for epoch in range(p.epochs):
         epoch_losses = []
-        for batch in loader:
+        for items in loader:
+            if len(items) < processes:
+                continue
             lr = lr_at(step, total, p.learning_rate)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            out = loss_fn(model, batch)
-            accelerator.backward(out.loss)
+            means, step_tokens = train_step(items)
             accelerator.clip_grad_norm_(model.parameters(), CLIP_NORM)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
-            tokens += out.tokens
-            epoch_losses.append(out.loss.item())
-            for k, v in {"loss": epoch_losses[-1], **out.metrics}.items():
+            tokens += step_tokens
+            epoch_losses.append(means["loss"])
+            for k, v in means.items():
                 window[k].append(v)
             if step % LOG_EVERY == 0 or step == total:
                 means = {k: sum(v) / len(v) for k, v in window.items()}
@@ -182,23 +309,27 @@ def fit(
         train_loss_last_epoch=round(sum(epoch_losses) / len(epoch_losses), 5) if epoch_losses else None,
         **{f"eval_{k}_final": v for k, v in final_eval.items()},
     )
-    timing = {"train_seconds": round(elapsed, 2), "tokens_per_s": round(tokens / elapsed, 1) if elapsed else None}
-    # Into DVCLive's metrics.json only (plot=False): one number each, not a curve. Not the timing:
-    # the metrics of the same inputs are the same bytes, so that a rerun changes nothing downstream.
+    run = {**layout.record(), "train_seconds": round(elapsed, 2),
+           "tokens_per_s": round(tokens / elapsed, 1) if elapsed else None}  # fmt: skip
+    # Into DVCLive's metrics.json only (plot=False): one number each, not a curve. Not the run's
+    # facts: the metrics of the same inputs are the same bytes, so that a rerun changes nothing downstream.
     accelerator.log({k: v for k, v in summary.items() if v is not None}, step=step, log_kwargs={"dvclive": {"plot": False}})
 
     accelerator.wait_for_everyone()
     state = accelerator.get_state_dict(model)  # a collective: every process takes part
     model = accelerator.unwrap_model(model)
-    accelerator.end_training()
+    # Not end_training(): it also tears down the process group, which the stage's next training in
+    # this process (the critic after its warm-up, a policy's next seed) still needs.
+    for tracker in accelerator.trackers:
+        tracker.finish()
     if not accelerator.is_main_process:
-        return Fitted(None, None, summary, timing)
+        return Fitted(None, None, summary, run)
     if engine.lora:
         model, state = model.merge_and_unload(), None
     if engine.gradient_checkpointing:
         model.activation_checkpointing_disable()
         model.config.use_cache = True  # the saved checkpoint is for generation
-    return Fitted(model.eval(), state, summary, timing)
+    return Fitted(model.eval(), state, summary, run)
 
 
 @contextmanager

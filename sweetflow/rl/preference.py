@@ -18,7 +18,7 @@ from accelerate import Accelerator
 from sweetflow.params import TrainerParams, TrainingParams
 from sweetflow.rl.batching import batch_tokens, collate_pairs
 from sweetflow.rl.logprobs import SegmentLogps, segment_logps
-from sweetflow.rl.loop import Fitted, StepResult, fit
+from sweetflow.rl.loop import Fitted, StepResult, batch_layout, fit, forward_batch_size, process_count
 from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.sequences import PairData
 
@@ -28,6 +28,11 @@ def preference_step(model, batch: dict, loss: PreferenceLoss, num_segments: int)
     rows = batch["rows"]
     out = loss(sums[rows], batch["ref_sums"].to(sums.device), counts[rows])
     return StepResult(out.loss, batch_tokens(batch), out.metrics())
+
+
+def pairs_in(batch: dict) -> int:
+    """What the preference loss is a mean over (its NLL term aside): the micro-batches of a step are weighted by it."""
+    return len(batch["rows"]) // 2
 
 
 def train_preference(
@@ -49,7 +54,9 @@ def train_preference(
         raise ValueError(f"{name}: no preference pairs to train on")
     k = ref.num_segments
     share = not engine.gradient_checkpointing
-    items, per_batch = data.batches_of(p.batch_size)
+    layout = batch_layout(p.batch_size, engine.micro_batch_size, process_count(), name)
+    items, per_step = data.batches_of(p.batch_size, layout.micro)  # an optimiser step's pairs, in whole groups
+    forward = forward_batch_size(p, engine)
 
     def collate_fn(batch: list[list[tuple[int, int]]]) -> dict:
         return collate_pairs([pair for item in batch for pair in item], data, ref.sums, pad_id, share)
@@ -59,8 +66,8 @@ def train_preference(
     def evaluate(model, accelerator: Accelerator) -> dict[str, float]:
         held, held_ref = holdout
         totals: dict[str, float] = {}
-        for start in range(0, len(held.pairs), p.batch_size):
-            chunk = held.pairs[start : start + p.batch_size]
+        for start in range(0, len(held.pairs), forward):
+            chunk = held.pairs[start : start + forward]
             batch = collate_pairs(chunk, held, held_ref.sums, pad_id, share)
             batch = {key: value.to(accelerator.device) for key, value in batch.items()}
             metrics = preference_step(model, batch, loss, held_ref.num_segments).metrics
@@ -71,5 +78,4 @@ def train_preference(
     with_eval = evaluate if holdout and holdout[0].pairs else None
     # An item's padded width: its longest sequence.
     lengths = [max(len(data.sequences[i].input_ids) for pair in item for i in pair) for item in items]
-    per_batch_p = p.model_copy(update={"batch_size": per_batch})
-    return fit(model, items, collate_fn, step, per_batch_p, engine, log_dir, name, with_eval, lengths)
+    return fit(model, items, collate_fn, step, pairs_in, p, engine, log_dir, name, with_eval, lengths, per_step)

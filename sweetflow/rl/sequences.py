@@ -63,13 +63,14 @@ class PairData:
         ]
         return PairData(sequences, self.pairs, self.groups)
 
-    def batches_of(self, batch_size: int) -> tuple[list[list[tuple[int, int]]], int]:
-        """(training items, items per batch), an item being a list of pairs: single pairs, or whole
-        groups with about `batch_size` pairs per batch."""
-        if not self.groups:
+    def batches_of(self, batch_size: int, micro_batch_size: int) -> tuple[list[list[tuple[int, int]]], int]:
+        """(training items, items per batch), an item being a list of pairs: whole groups with about
+        `batch_size` pairs per batch, or single pairs when there are no groups or a group is on
+        average larger than a micro-batch (one forward pass) can hold."""
+        per_group = len(self.pairs) / len(self.groups) if self.groups else 1
+        if per_group == 1 or per_group > micro_batch_size:
             return [[pair] for pair in self.pairs], batch_size
         items = [[self.pairs[i] for i in group] for group in self.groups]
-        per_group = len(self.pairs) / len(items)
         return items, max(1, round(batch_size / per_group))
 
 

@@ -24,7 +24,7 @@ from sweetflow.dialogue import EpisodeView, Message
 from sweetflow.models.assistant_masks import assistant_masks
 from sweetflow.params import TrainerParams, TrainingParams
 from sweetflow.rl.logprobs import forward_logprobs
-from sweetflow.rl.loop import Fitted, StepResult, fit
+from sweetflow.rl.loop import Fitted, StepResult, fit, forward_batch_size
 from sweetflow.views import policy_chat
 
 IGNORE = -100  # the label cross-entropy skips: prompt tokens and padding
@@ -97,6 +97,11 @@ def sft_step(model, batch: dict) -> StepResult:
     return StepResult(nll / count.clamp(min=1), int(batch["attention_mask"].sum()))
 
 
+def scored_tokens(batch: dict) -> int:
+    """What `sft_step`'s loss is a mean over: the micro-batches of a step are weighted by it."""
+    return int((batch["labels"] != IGNORE).sum())
+
+
 def train_sft(
     model, train: list[Example], holdout: list[Example], p: TrainerParams, engine: TrainingParams, pad_id: int,
     log_dir: Path | str,
@@ -107,12 +112,14 @@ def train_sft(
 
     def evaluate(model, accelerator: Accelerator) -> dict[str, float]:
         if not prepared:
-            prepared.append(accelerator.prepare(DataLoader(holdout, batch_size=p.batch_size, collate_fn=collate_fn)))
+            loader = DataLoader(holdout, batch_size=forward_batch_size(p, engine), collate_fn=collate_fn)
+            prepared.append(accelerator.prepare(loader))
         loss = mean_loss(model, prepared[0], accelerator)
         return {} if loss is None else {"loss": loss}
 
     lengths = [len(example.input_ids) for example in train]
-    return fit(model, train, collate_fn, sft_step, p, engine, log_dir, "sft", evaluate if holdout else None, lengths)
+    with_eval = evaluate if holdout else None
+    return fit(model, train, collate_fn, sft_step, scored_tokens, p, engine, log_dir, "sft", with_eval, lengths)
 
 
 @torch.no_grad()

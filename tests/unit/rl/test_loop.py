@@ -1,13 +1,19 @@
-"""The training loop's batching: length-grouped batches keep every example and cut padding."""
+"""The training loop's batching: length-grouped batches keep every example and cut padding; an
+optimiser step's batch is laid out over processes and accumulation steps, or refused."""
 
 from __future__ import annotations
 
 import random
 
+import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweetflow.rl.batching import LengthGroupedBatches
+from sweetflow.params import ParamsError
+from sweetflow.rl.batching import LengthGroupedBatches, micro_batches
+from sweetflow.rl.loop import BatchLayout, batch_layout, launch_processes
+from tests.support.params import training_params
 
 
 def padded(batches: list[list[int]], lengths: list[int]) -> int:
@@ -45,3 +51,51 @@ def test_batches_pad_less_than_shuffled_ones_and_vary_by_epoch():
     # Long and short batches are spread over the epoch, not sorted.
     widths = [max(lengths[i] for i in batch) for batch in first]
     assert widths != sorted(widths) and widths != sorted(widths, reverse=True)
+
+
+# --- the effective batch: its layout over processes and accumulation steps -------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(0, 60), processes=st.integers(1, 8), accumulation=st.integers(1, 8))
+def test_a_step_is_cut_into_equal_counts_of_runs_that_hold_each_item_once(n, processes, accumulation):
+    items = list(range(n))
+    shares = [micro_batches(items, processes, rank, accumulation) for rank in range(processes)]
+    counts = {len(share) for share in shares}
+    assert len(counts) == 1  # every process makes as many passes: collectives stay in step
+    runs = [run for share in shares for run in share]
+    assert all(runs) and max(map(len, runs), default=0) - min(map(len, runs), default=0) <= 1
+    if n >= processes:
+        assert [i for run in runs for i in run] == items  # in order, each once
+        assert counts == {min(accumulation, n // processes)}
+    else:
+        assert runs == []  # fewer items than processes: the step is left out
+    # One process accumulating makes the same runs as several processes each making fewer.
+    if n >= processes * accumulation:
+        assert micro_batches(items, 1, 0, processes * accumulation) == runs
+
+
+def test_the_layout_of_an_effective_batch_and_the_combinations_refused():
+    assert batch_layout(8, None, 1, "x").record() == {
+        "effective_batch": 8, "micro_batch": 8, "processes": 1, "accumulation_steps": 1
+    }  # fmt: skip
+    assert batch_layout(8, None, 4, "x") == BatchLayout(8, 2, 4, 1)
+    assert batch_layout(8, 1, 2, "x") == BatchLayout(8, 1, 2, 4)
+    assert batch_layout(32, 2, 8, "x") == BatchLayout(32, 2, 8, 2)
+    with pytest.raises(ParamsError, match=r"critic a: batch_size 8 .* multiple of training.micro_batch_size 3 x 1"):
+        batch_layout(8, 3, 1, "critic a")
+    with pytest.raises(ParamsError, match=r"batch_size 8 .* multiple of training.micro_batch_size 2 x 8 processes"):
+        batch_layout(8, 2, 8, "x")  # 16 a step would be twice the batch asked for
+    with pytest.raises(ParamsError, match=r"batch_size 6 .* does not divide among 4 processes.*micro_batch_size"):
+        batch_layout(6, None, 4, "x")
+
+
+def test_the_launch_takes_its_process_count_from_params_then_slurm_then_the_gpus():
+    engine = training_params(accelerate_config="configs/accelerate/zero3.yaml")
+    assert launch_processes(engine.model_copy(update={"processes": 3}), {"SLURM_GPUS_ON_NODE": "8"}) == 3
+    assert launch_processes(engine, {"SLURM_GPUS_ON_NODE": "4"}) == 4
+    with pytest.raises(ParamsError, match="SLURM_GPUS_ON_NODE='gpu:4': not a GPU count; set training.processes"):
+        launch_processes(engine, {"SLURM_GPUS_ON_NODE": "gpu:4"})
+    if not torch.cuda.device_count():  # this machine
+        with pytest.raises(ParamsError, match="no GPU is visible and training.processes is null"):
+            launch_processes(engine, {})

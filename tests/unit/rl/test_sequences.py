@@ -164,8 +164,11 @@ def test_step_pairs_become_state_plus_candidate_sequences_in_the_policy_view(tok
     assert sorted(i for g in data.groups for i in g) == list(range(len(data.pairs)))
     assert all(len({states[i] for i in group}) == 1 for group in data.groups)
     assert len(data.groups) == pairs["state_id"].n_unique()
-    items, per_batch = data.batches_of(8)
+    items, per_batch = data.batches_of(8, 8)
     assert per_batch == round(8 / (len(data.pairs) / len(data.groups))) and sum(map(len, items)) == len(data.pairs)
+    assert len(items) == len(data.groups)
+    # A micro-batch smaller than a group: single pairs, a batch of them as many as the effective batch.
+    assert data.batches_of(8, 1) == ([[pair] for pair in data.pairs], 8)
     messages = {(s, c): m for s, c, m in frame.select("state_id", "candidate", "message").iter_rows()}
     for (c, r), row in zip(data.pairs, pairs.iter_rows(named=True)):
         assert scored_text(tokenizer, data.sequences[c], 0).startswith(messages[(row["state_id"], row["chosen"])])
