@@ -65,5 +65,6 @@ def test_a_dead_endpoint_costs_what_the_description_says(silent_server):
         ChatClient(endpoint).complete([{"role": "user", "content": "hello?"}], temperature=0)
     elapsed = time.monotonic() - started
     assert len(accepted) == endpoint.max_retries + 1
-    # The backoff has up to 25% jitter off; the attempts' own overhead is a few milliseconds each.
-    assert 0.75 * worst_case_s(endpoint) <= elapsed <= worst_case_s(endpoint) + 1, elapsed
+    # The backoff has up to 25% jitter off. The number of attempts is checked exactly above, so the
+    # upper bound only has to catch a wait of another kind; its slack absorbs a loaded machine.
+    assert 0.75 * worst_case_s(endpoint) <= elapsed <= worst_case_s(endpoint) + 5, elapsed
