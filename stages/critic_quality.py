@@ -3,13 +3,14 @@ candidates (sweetflow.rl.critic_quality).
 
 `python -m stages.critic_quality DOMAIN CRITIC` labels every candidate action good or bad at its
 state (the domain's `label_candidates`: for the backend, a question that gets a new fact told, or
-an answer that passes every test, is good) and measures the critic's good-vs-bad accuracy on them
+an answer that passes every test, is good; for the frontend, a page that renders closer to the
+target than the page before it) and measures the critic's good-vs-bad accuracy on them
 and the make-up of its step pairs (the informative share: a good action chosen over a bad one).
 Reads params `DOMAIN.simulator`, `DOMAIN.scoring` and `DOMAIN.tasks.source` (how answers are
 scored), the training tasks, the offline rollouts, the candidates, and CRITIC's ranked candidates
 and step pairs. Writes `data/DOMAIN/critic_quality/CRITIC/` (`labels.parquet`, `manifest.json`) and
-`reports/DOMAIN/stages/critic_quality/CRITIC/metrics.json`. A domain without labels (frontend)
-writes an empty table and metrics that say so.
+`reports/DOMAIN/stages/critic_quality/CRITIC/metrics.json`. A domain without labels writes an
+empty table and metrics that say so.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import polars as pl
 from sweetflow.dialogue import Agent
 from sweetflow.domain import Domain, DomainRuntime, Score
 from sweetflow.frontend.agents import DesignExpert, DesignNoAsk
+from sweetflow.frontend.diagnosis import label_candidates
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.scoring import score_pages
 from sweetflow.frontend.similarity import Similarity, win_rate
@@ -42,6 +43,14 @@ class Frontend(Domain):
 
     def scripted_agent(self, p: ScriptedAgentParams | NoAskAgentParams) -> Agent:
         return DesignExpert(p.skill) if p.backend == "scripted" else DesignNoAsk()
+
+    def label_candidates(
+        self, params: Params, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]
+    ) -> pl.DataFrame:
+        """Each candidate's page rendered and compared with the target, against the page before it
+        (`sweetflow.frontend.diagnosis`)."""
+        with self.open(params) as runtime:
+            return label_candidates(candidates, trajectories, tasks, runtime.score)
 
     def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
         """`similarity` and `win_rate` against each task's reference page, the one made from the
