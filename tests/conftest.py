@@ -6,10 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support.project import SMALL_PARAMS, make_project, run
 
 pytest_plugins = ["tests.support.llm_server", "tests.support.corpus"]
+
+# No per-example deadline: the suite runs two workers on two cores beside other jobs, and an example
+# that is slow there is not wrong. Speed is measured by the benchmarks under bench/, not by tests.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 @pytest.fixture(scope="session")
