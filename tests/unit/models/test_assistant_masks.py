@@ -57,15 +57,11 @@ def test_each_turn_is_its_content_and_the_token_that_closes_it(style):
     plain, _ = tokenizers(style)
     check_template(plain, style)
     chat = PROBE_CHAT + [{"role": "user", "content": "Thanks."}, {"role": "assistant", "content": "  Done.  "}]
-    ((ids, mask),) = assistant_masks(plain, [chat])
-    runs, previous = [], 0
-    for t, m in zip(ids, mask):
-        if m and not previous:
-            runs.append([])
-        if m:
-            runs[-1].append(t)
-        previous = m
-    texts = [plain.decode(run) for run in runs]
+    turns = segmented(plain, chat, "turns", 10_000)  # each run of masked tokens a segment
+    texts = [
+        plain.decode([i for i, s in zip(turns.input_ids, turns.segment_ids) if s == k])
+        for k in range(max(turns.segment_ids) + 1)
+    ]
     eos = plain.eos_token
     expected = [m["content"] for m in chat if m["role"] == "assistant"]
     assert [t.removesuffix(eos) for t in texts] == [
