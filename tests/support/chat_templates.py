@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sweetflow.models.checkpoint import save_checkpoint
 from sweetflow.models.tiny import build_model, train_tokenizer
+from tests.support.llm_server import CORPUS
 
 _LLAMA3 = (
     "{{ bos_token }}{% for m in messages %}"
@@ -62,13 +64,6 @@ STYLES = {
     "open_last": (_OPEN_LAST, None, "<|im_end|>", ["<|im_start|>"]),
 }
 
-CORPUS = [
-    "Write a function that computes the shipping cost of an order.",
-    "How much does each item weigh? Each item weighs 3 kilograms.",
-    "I WANT TO ANSWER:\ndef shipping_cost(items):\n    return 45 + 7 * 3 * items",
-    "The fee is 45 dollars. Should the result be rounded? Yes, to 2 places.",
-] * 4
-
 
 def template(style: str, generation: bool = False) -> str:
     text = STYLES[style][0]
@@ -96,6 +91,4 @@ def stock_checkpoint(path: Path, style: str, max_length: int = 3072) -> Path:
     for config in (model.config, model.generation_config):
         config.eos_token_id = tokenizer.eos_token_id
         config.bos_token_id = tokenizer.bos_token_id
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return save_checkpoint(model, tokenizer, path)
