@@ -22,7 +22,7 @@ with an error. Generation stops at the context's end otherwise.
 from __future__ import annotations
 
 import torch
-from transformers import DynamicCache
+from transformers import Cache, DynamicLayer
 
 from sweetflow.dialogue import AgentTurn, ContextOverflow, EpisodeView
 from sweetflow.models.checkpoint import load_checkpoint
@@ -124,8 +124,11 @@ def sample(
     # Positions count real tokens only, so a left-padded row sees the positions it would see alone.
     positions = (attention.cumsum(-1) - 1).clamp(min=0)
     budget = torch.tensor([min(max_new_tokens, max_context - len(p)) for p in prompts], device=device)
+    steps = int(budget.max())
 
-    cache = DynamicCache()
+    # Room for the prompt and every token to come, reserved once: a cache grown by concatenation
+    # copies itself at every step, half of a decoding step's time at a context of 1,000 tokens.
+    cache = Cache(layer_class_to_replicate=lambda: ReservedLayer(width + steps))
     # logits_to_keep=1: only the last position's logits are needed, not the whole prompt's.
     out = model(input_ids, attention_mask=attention, position_ids=positions, past_key_values=cache, logits_to_keep=1)
     cache.batch_select_indices(which)
@@ -134,7 +137,6 @@ def sample(
     logprobs: list[list[float]] = [[] for _ in prompts]
     # Every uniform a row may need, drawn up front from its own generator (one call per row, not one
     # per row and step): its `budget` draws depend on nothing but the row itself.
-    steps = int(budget.max())
     uniforms = torch.zeros((len(prompts), steps), dtype=torch.float64, device=device)
     if temperature > 0:
         for i, (g, n) in enumerate(zip(generators, budget.tolist())):
@@ -176,3 +178,30 @@ def choose(logits: torch.Tensor, temperature: float, top_p: float, uniforms: tor
     # The first token whose cumulative mass exceeds u · total: a token of zero mass is never chosen.
     chosen = torch.searchsorted(cdf, (uniforms * cdf[:, -1])[:, None], right=True).squeeze(1)
     return chosen.clamp(max=probs.shape[-1] - 1)
+
+
+class ReservedLayer(DynamicLayer):
+    """A key/value cache layer that writes into buffers of a fixed `capacity` (positions) and hands
+    attention views of their filled part, instead of concatenating a new tensor at every step."""
+
+    def __init__(self, capacity: int):
+        super().__init__()
+        self.capacity = capacity
+        self.length = 0
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+            rows, heads, _, dim = key_states.shape
+            self.key_buffer = key_states.new_empty((rows, heads, self.capacity, dim))
+            self.value_buffer = value_states.new_empty((rows, heads, self.capacity, value_states.shape[-1]))
+        end = self.length + key_states.shape[-2]
+        self.key_buffer[:, :, self.length : end] = key_states
+        self.value_buffer[:, :, self.length : end] = value_states
+        self.length = end
+        self.keys, self.values = self.key_buffer[:, :, :end], self.value_buffer[:, :, :end]
+        return self.keys, self.values
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        self.key_buffer, self.value_buffer = self.key_buffer[indices], self.value_buffer[indices]
+        self.keys, self.values = self.key_buffer[:, :, : self.length], self.value_buffer[:, :, : self.length]
