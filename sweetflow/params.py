@@ -329,6 +329,11 @@ class ModelParams(TrainerParams):
         "otherwise the path of a local Hugging Face checkpoint (e.g. Llama-3.1-8B-Instruct), used as is."
     )
     vocab_size: int = Field(ge=64, description="Tiny: byte-level BPE vocabulary size.")
+    pre_tokenizer: Literal["digits", "lines"] = Field(
+        description="Tiny: what one BPE token may span. 'digits': a word at most, each digit a token of its own "
+        "(code and prose: told values are copied digit by digit); 'lines': up to a whole line (markup: a procedural "
+        "page in ~77 tokens at a vocabulary of 8,192 instead of ~1,060)."
+    )
     hidden_size: int = Field(ge=16, description="Tiny: model width.")
     intermediate_size: int | None = Field(
         ge=16, description="Tiny: width of each MLP; null: Llama's 8/3 of the model width, rounded up to a multiple of 8."

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Iterator
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from sweetflow.views import POLICY_SYSTEM_PROMPTS
@@ -55,13 +55,33 @@ CHAT_TEMPLATE = (
 )
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int, max_length: int = 512) -> PreTrainedTokenizerFast:
+PRE_TOKENIZERS = {
+    "digits": lambda: pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    ),
+    # Each line with its newline is one piece; ByteLevel then only maps bytes (no GPT-2 word split).
+    "lines": lambda: pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(r"[^\n]*\n|[^\n]+"), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    ),
+}
+
+
+def train_tokenizer(
+    texts: Iterable[str], vocab_size: int, max_length: int = 512, pre_tokenizer: str = "digits"
+) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE on `texts` and wrap it as a Hugging Face fast tokenizer.
 
     Byte-level: any string encodes (the 256 byte symbols are always in the vocabulary), so unseen
-    characters in a task never break the pipeline. Digits are split into single tokens before BPE
-    sees them: with whole-number tokens a tiny model mis-copies values it was told (told 86,
-    writes 89), with single digits it copies them (45% vs 80–99% success, docs/calibration.md).
+    characters in a task never break the pipeline. What BPE may merge (`pre_tokenizer`):
+    - "digits" (code and prose): words as GPT-2 splits them, and digits as single tokens: with
+      whole-number tokens a tiny model mis-copies values it was told (told 86, writes 89), with
+      single digits it copies them (45% vs 80–99% success, docs/calibration.md);
+    - "lines" (markup): anything within a line, up to the whole line. A procedural page is ~60
+      lines of recurring markup: it takes ~77 tokens at a vocabulary of 8,192 against ~1,060 with
+      "digits" (docs/frontend.md), so a whole design dialogue fits a tiny model's context.
 
     No BOS is added by `tokenizer(text)`: the chat template writes it, and adding it in both places
     would double it. Callers tokenising plain text add `tokenizer.bos_token` themselves if wanted.
@@ -70,9 +90,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, max_length: int = 512
     if vocab_size < n_fixed:
         raise ValueError(f"vocab_size={vocab_size} is below the {n_fixed} special and byte tokens")
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
-    )
+    tok.pre_tokenizer = PRE_TOKENIZERS[pre_tokenizer]()
     tok.decoder = decoders.ByteLevel()
     # trim_offsets=False keeps character offsets exact, which the assistant-token mask relies on.
     tok.post_processor = processors.ByteLevel(trim_offsets=False)

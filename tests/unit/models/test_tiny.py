@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sweetflow.frontend.tasks import generate_frontend_tasks
 from sweetflow.models.tiny import EOS, tokenizer_corpus, train_tokenizer
 from sweetflow.rl.sft import IGNORE, demo_chats, encode_chats
 
@@ -55,3 +60,31 @@ def test_demonstrations_become_the_policy_view(corpus):
         assert [m["role"] for m in chat[:2]] == ["system", "user"]
         assert [m["content"] for m in chat[2:]] == [t["content"] for t in demo["dialogue"]]
         assert chat[-1]["role"] == "assistant" and "I WANT TO ANSWER:" in chat[-1]["content"]
+
+
+PAGES = generate_frontend_tasks(40, 8, seed=5)
+
+
+@pytest.fixture(scope="module")
+def page_tokenizers():
+    train, _ = PAGES
+    pages = [t["ground_truth"] for t in train]
+    return {name: train_tokenizer(pages, 2048, pre_tokenizer=name) for name in ("digits", "lines")}
+
+
+def test_a_line_tokenizer_writes_a_page_in_a_fraction_of_the_tokens_and_never_spans_lines(page_tokenizers):
+    _, test = PAGES  # pages the tokenizer never saw
+    for task in test:
+        page = task["ground_truth"]
+        digits, lines = (page_tokenizers[n](page)["input_ids"] for n in ("digits", "lines"))
+        assert len(lines) < len(digits) / 2
+        assert page_tokenizers["lines"].decode(lines) == page
+        pieces = [page_tokenizers["lines"].decode([i]) for i in lines]
+        # A token holds at most one line break, and only as its last character.
+        assert all("\n" not in piece[:-1] for piece in pieces)
+
+
+@given(text=st.text(max_size=200))
+def test_both_pre_tokenizers_round_trip_any_text(page_tokenizers, text):
+    for tok in page_tokenizers.values():
+        assert tok.decode(tok(text)["input_ids"]) == text
