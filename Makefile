@@ -1,13 +1,19 @@
 # The two entry points of the README. Each sets up what it needs first.
 # Stage commands call `python`: the venv's must come first on PATH.
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
-.PHONY: setup repro test test-slurm bench
+.PHONY: setup repro repro-frontend test test-slurm bench
 
 setup:
 	bash scripts/setup.sh
 
 repro: setup
 	dvc repro
+
+# The frontend's trained chain as the DVC experiment `frontend` (docs/frontend.md): params.yaml and
+# the outputs in the workspace become the experiment's; `git checkout params.yaml dvc.lock && dvc checkout`
+# returns to the default.
+repro-frontend: setup
+	sweetflow experiment configs/experiments/frontend.yaml
 
 test: setup
 	python -m pytest -n 2 --dist loadfile -q

@@ -33,7 +33,10 @@ DATA = Path("data")
 
 def main() -> None:
     params = load_params()
-    results = [read_domain(REPORTS, Path(paths.evaluations(d)), d, d in params.train_domains) for d in DOMAINS]
+    results = [
+        read_domain(REPORTS, Path(paths.evaluations(d)), d, d in params.train_domains, Path(paths.task_table(d, "test")))
+        for d in DOMAINS
+    ]
     panels = [p for d in DOMAINS for p in find_curves(REPORTS / d / "stages", f"{d}: ")]
     inputs = [p for d in DOMAINS for p in (REPORTS / d, DATA / d) if p.exists()]
     sections = {"seeds": params.seeds, "train_domains": params.train_domains,

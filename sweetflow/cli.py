@@ -126,8 +126,18 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_experiment(args: argparse.Namespace) -> int:
+    import shlex
+
+    from sweetflow import experiments
+
+    command = experiments.run_command(args.file, args.dvc_args, args.params)
+    console.print(shlex.join(command), highlight=False, soft_wrap=True)
+    return 0 if args.print else experiments.run(args.file, args.dvc_args)
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
-    from sweetflow import tuning
+    from sweetflow import experiments, tuning
     from sweetflow.domain import get_domain
     from sweetflow.params import load_params
 
@@ -137,7 +147,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         unknown = sorted(set(chosen) - set(policies))
         if unknown:
             raise InputError(f"{args.params}: policies has no {unknown}; defined: {sorted(policies)}")
-        names = tuning.queue(args.domain, {name: policies[name].method for name in chosen})
+        overlay = experiments.set_arguments(experiments.read_overlay(args.overlay, args.params)) if args.overlay else []
+        names = tuning.queue(args.domain, {name: policies[name].method for name in chosen}, overlay, args.grid == "full")
         console.print(f"queued {len(names)} experiments; run them with `dvc queue start -j 1`")
         return 0
     domain = get_domain(args.domain)
@@ -192,11 +203,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["queue", "table"], help="queue: one experiment per configuration; table: collect and choose")
     p.add_argument("--domain", choices=["backend", "frontend"], default="backend")
     p.add_argument("--policies", nargs="*", help="queue: the policies to tune (default: every one in params.yaml)")
+    p.add_argument("--grid", choices=["full", "lr-epochs"], default="full",
+                   help="queue: full (the preference methods also over the NLL term) or lr-epochs (4 configurations "
+                        "for every method)")  # fmt: skip
+    p.add_argument("--overlay", type=Path, help="queue: an experiment file (configs/experiments/) every configuration runs on")
     p.add_argument("--params", type=Path, default=Path("params.yaml"))
     p.add_argument("--out", type=Path, default=Path("reports/tuning"), help="table: where <domain>.md and .json go")
     p.add_argument("--commits", type=int, default=1,
                    help="table: read the experiments of the last N commits of HEAD (1: HEAD's own, as `dvc exp show`)")
     p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("experiment", help="run a named experiment file (configs/experiments/) as `dvc exp run -S ...`")
+    p.add_argument("file", type=Path, help="a YAML of the params.yaml values it changes; the experiment is named after it")
+    p.add_argument("dvc_args", nargs="*", help="more `dvc exp run` arguments after `--` (e.g. -- --queue, or stage targets)")
+    p.add_argument("--print", action="store_true", help="print the command without running it")
+    p.add_argument("--params", type=Path, default=Path("params.yaml"), help="the params file the experiment changes")
+    p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("view", help="a static site of a trajectories file's dialogues, opened from disk")
     p.add_argument("trajectories", type=Path, help="a trajectories parquet (data/<domain>/evaluations/*, rollout, ...)")

@@ -44,6 +44,10 @@ def step_pairs(domain: str, critic: str) -> str:
     return f"data/{domain}/step_pairs/{critic}"
 
 
+def candidate_labels(domain: str) -> str:
+    return f"data/{domain}/candidate_labels"
+
+
 def critic_quality(domain: str, critic: str) -> str:
     return f"data/{domain}/critic_quality/{critic}"
 

@@ -31,10 +31,11 @@ DEFAULT_NLL = {"nll_span": "response", "nll_mean": "token"}  # what experiments 
 PREFIX = "tune"
 
 
-def configurations(method: str) -> list[dict]:
-    """The grid one policy is tuned over; the same for every policy of the same loss."""
+def configurations(method: str, nll: bool = True) -> list[dict]:
+    """The grid one policy is tuned over; the same for every policy of the same loss. Without `nll`,
+    learning rate × epochs only, for every method alike (the NLL term stays as params.yaml has it)."""
     grid = [{"learning_rate": lr, "epochs": e} for lr in LEARNING_RATES for e in EPOCHS]
-    if method == "rft":
+    if method == "rft" or not nll:
         return grid
     return [{**g, **nll} for g in grid for nll in NLL_SETTINGS]
 
@@ -49,18 +50,23 @@ def experiment_name(domain: str, policy: str, config: dict) -> str:
     return "-".join(parts).replace("+", "").replace(".", "p")
 
 
-def queue_command(domain: str, policy: str, config: dict) -> list[str]:
+def queue_command(domain: str, policy: str, config: dict, overlay: list[str] = ()) -> list[str]:
+    """The experiment of one configuration; `overlay`: `-S` arguments of an experiment file
+    (`sweetflow.experiments`) it runs on, before the configuration's own."""
     sets = [arg for key, value in config.items() for arg in ("-S", f"policies.{policy}.{key}={value}")]
-    return ["dvc", "exp", "run", "--queue", "-n", experiment_name(domain, policy, config), *sets,
+    return ["dvc", "exp", "run", "--queue", "-n", experiment_name(domain, policy, config), *overlay, *sets,
             f"validate@{domain}-{policy}"]  # fmt: skip
 
 
-def queue(domain: str, policies: dict[str, str], root: Path = Path(".")) -> list[str]:
-    """Queue every configuration of every policy (name → method); returns the experiment names."""
+def queue(
+    domain: str, policies: dict[str, str], overlay: list[str] = (), nll: bool = True, root: Path = Path(".")
+) -> list[str]:
+    """Queue every configuration of every policy (name → method), each on `overlay` (`-S` arguments);
+    returns the experiment names."""
     names = []
     for policy, method in policies.items():
-        for config in configurations(method):
-            subprocess.run(queue_command(domain, policy, config), cwd=root, check=True)
+        for config in configurations(method, nll):
+            subprocess.run(queue_command(domain, policy, config, overlay), cwd=root, check=True)
             names.append(experiment_name(domain, policy, config))
     return names
 

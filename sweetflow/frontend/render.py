@@ -161,6 +161,19 @@ def is_tailwind_2_2_19(url: str) -> bool:
     return bool(TAILWIND_RE.search(urlsplit(url).path))
 
 
+def project_file(path: Path) -> Path:
+    """`path`, or for a relative path missing from the working directory, the same path in the project
+    a DVC experiment runs a copy of: `dvc exp run --queue` and `--temp` work in
+    `<project>/.dvc/tmp/exps/<dir>`, which holds what git tracks, not what scripts/setup.sh fetched."""
+    if path.is_absolute() or path.exists():
+        return path
+    for parent in Path.cwd().resolve().parents:
+        if parent.name == "exps" and parent.parent.name == "tmp" and parent.parent.parent.name == ".dvc":
+            candidate = parent.parent.parent.parent / path
+            return candidate if candidate.exists() else path
+    return path
+
+
 @dataclass
 class _Slot:
     """One reusable page in its own browser context (so a broken one is thrown away alone)."""
@@ -233,12 +246,13 @@ class RenderPool:
                 f"Chromium not found at {self.params.chromium} (render.chromium); run scripts/setup.sh "
                 "(it installs Debian's `chromium` package)"
             )
-        if not self.params.tailwind_css.is_file():
+        tailwind = project_file(self.params.tailwind_css)
+        if not tailwind.is_file():
             raise FileNotFoundError(
                 f"Tailwind CSS 2.2.19 not found at {self.params.tailwind_css} (render.tailwind_css, relative to "
                 f"{Path.cwd()}); run scripts/setup.sh"
             )
-        self._tailwind = self.params.tailwind_css.read_text()
+        self._tailwind = tailwind.read_text()
         self._subset = TailwindSubset(self._tailwind) if self.params.tailwind_subset else None
         self._scratch = tempfile.TemporaryDirectory(prefix="sweetflow-render-")
         launcher = offline_launcher(self.params.chromium, Path(self._scratch.name))

@@ -1,5 +1,6 @@
 """How each method behaves, beyond its score: how far a trained policy moved from the base policy,
-and how its failures split (answered with facts missing, miscopied, other).
+how its failures split (backend: answered with facts missing, miscopied, other; frontend: answers
+that show no page), how often a dialogue filled the model's context, and how long dialogues ran.
 
 Movement: every checkpoint evaluation of seed k draws the same random numbers per episode (episode
 seed = evaluate.seed + k, then per task and sample), so a policy that had not moved at all would
@@ -17,6 +18,7 @@ from sweetflow.dialogue import AGENT
 
 BASE = "zero_shot"
 FAILURES = ("failed_facts_missing", "failed_miscopied", "failed_other")
+NO_PAGE = ("no_html", "render_failed")  # the frontend's statuses of an answer scored as no page
 
 
 def _agent_said(path: Path) -> dict[tuple[str, int], tuple[str, ...]]:
@@ -43,13 +45,31 @@ def moved_from_base(evaluations: Path, method: str) -> float | None:
     return differ / total if total else None
 
 
+def no_page_share(evaluations: Path, method: str) -> float | None:
+    """The share of `method`'s test episodes, over its seeds, whose answer showed no page that
+    renders (scored 0: `no_html` or `render_failed`); None for episodes that are not design tasks."""
+    files = sorted((evaluations / method).glob("trajectories-seed*.parquet"))
+    if not files or "score_status" not in pl.read_parquet_schema(files[0]):
+        return None
+    statuses = pl.concat([pl.read_parquet(f, columns=["score_status"]) for f in files])["score_status"]
+    if not statuses.is_in(NO_PAGE + ("rendered",)).all():
+        return None
+    return float(statuses.is_in(NO_PAGE).mean())
+
+
 def behaviour_rows(evaluations: Path, metrics: dict[str, dict]) -> list[dict]:
     """Per evaluated method with seeds (`metrics`: method -> its metrics.json): its movement from
-    the base and its failure shares (None where the domain has none)."""
+    the base, its failure shares (None where the domain has none), how many of its answers show no
+    page (design tasks), how many dialogues filled the context, and its mean number of turns."""
     rows = []
     for method, data in metrics.items():
         if "seeds" not in data:
             continue
-        rows.append({"method": method, "moved_from_base": None if method == BASE else moved_from_base(evaluations, method),
-                     **{k: data.get(k) for k in FAILURES}})  # fmt: skip
+        rows.append({
+            "method": method, "moved_from_base": None if method == BASE else moved_from_base(evaluations, method),
+            **{k: data.get(k) for k in FAILURES},
+            "no_page": no_page_share(evaluations, method),
+            "context_full": data["context_full"] / data["count"] if data.get("count") and "context_full" in data else None,
+            "mean_turns": data.get("mean_turns"),
+        })  # fmt: skip
     return rows

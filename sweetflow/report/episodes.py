@@ -176,8 +176,7 @@ def sweet_states(data: Path, tasks: dict[str, dict]) -> dict | None:
     dialogues = {(t, s): d for t, s, d in rollout.select("task_id", "sample", "dialogue").iter_rows()}
     scores = {c: _by_state(read_table(data / "ranked" / c / "candidates.parquet"), ["candidate", "score"]) for c in critics}
     pairs = {c: _by_state(read_table(data / "step_pairs" / c / "pairs.parquet"), ["chosen", "rejected"]) for c in critics}
-    labels = next((_by_state(f, ["candidate", "kind", "good"]) for c in critics
-                   if (f := read_table(data / "critic_quality" / c / "labels.parquet")) is not None), {})  # fmt: skip
+    labels = _by_state(read_table(data / "candidate_labels" / "labels.parquet"), ["candidate", "kind", "good"])
     played = {c: _played_out(data / "critic_check" / c, picked[c]) for c in critics}
     out = []
     for state_id in states:

@@ -8,7 +8,7 @@ the test set happens to hold; seeds and samples stay inside each task's mean.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ class Interval:
     high: float
     tasks: int
     level: float
+    measure: str = ""  # what is compared: "success", "similarity", "win rate"
 
     @property
     def excludes_zero(self) -> bool:
@@ -43,12 +44,21 @@ def task_means(frame: pl.DataFrame, column: str) -> dict[str, float]:
     return dict(zip(means["task_id"].to_list(), means[column].to_list()))
 
 
-def read_task_means(directory: Path, column: str) -> dict[str, float] | None:
-    """Task means of a method from its evaluation directory's trajectories*.parquet; None if not run."""
+def wins(frame: pl.DataFrame, column: str, reference: dict[str, float]) -> pl.DataFrame:
+    """`column` replaced by each episode's win against its task's reference score: 1, a tie 0.5, 0."""
+    ref = pl.col("task_id").replace_strict(reference, return_dtype=pl.Float64)
+    win = pl.when(pl.col(column) > ref).then(1.0).when(pl.col(column) == ref).then(0.5).otherwise(0.0)
+    return frame.with_columns(win.alias(column))
+
+
+def read_task_means(directory: Path, column: str, reference: dict[str, float] | None = None) -> dict[str, float] | None:
+    """Task means of a method from its evaluation directory's trajectories*.parquet (with `reference`:
+    of its wins against it); None if not run."""
     files = sorted(directory.glob("trajectories*.parquet"))
     if not files:
         return None
-    return task_means(pl.concat([pl.read_parquet(f, columns=["task_id", column]) for f in files]), column)
+    frame = pl.concat([pl.read_parquet(f, columns=["task_id", column]) for f in files])
+    return task_means(frame if reference is None else wins(frame, column, reference), column)
 
 
 def paired_bootstrap(
@@ -70,11 +80,15 @@ def paired_bootstrap(
     return Interval(names[0], names[1], float(d.mean()), float(low), float(high), len(d), level)
 
 
-def method_intervals(evaluations: Path, column: str, comparisons=COMPARISONS) -> list[Interval]:
-    """Every comparison whose two methods have been evaluated under `evaluations/<method>/`."""
-    means = {m: read_task_means(evaluations / m, column) for pair in comparisons for m in pair}
+def method_intervals(
+    evaluations: Path, column: str, comparisons=COMPARISONS, measure: str | None = None,
+    reference: dict[str, float] | None = None,
+) -> list[Interval]:  # fmt: skip
+    """Every comparison whose two methods have been evaluated under `evaluations/<method>/`, of their
+    `column` or, given each task's `reference` score, of their wins against it."""
+    means = {m: read_task_means(evaluations / m, column, reference) for pair in comparisons for m in pair}
     return [
-        paired_bootstrap(means[a], means[b], (a, b))
+        replace(paired_bootstrap(means[a], means[b], (a, b)), measure=measure or column)
         for a, b in comparisons
         if means[a] is not None and means[b] is not None
     ]

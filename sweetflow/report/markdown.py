@@ -128,43 +128,56 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
 
 
 def behaviour_table(r: DomainResults) -> list[str]:
-    """Movement from the base policy and the failure breakdown of each method evaluated per seed."""
-    out = [
-        f"### How the policies behave ({r.domain})",
-        "",
-        "Moved: the share of test dialogues that differ from the zero-shot dialogue drawn with the same "
-        "random numbers (0 for an untrained copy of the base). Failures, as shares of all test episodes: "
-        "answered with a hidden fact never told, every fact told but the answer still wrong, other.",
-        "",
-        "| method | moved from base (%) | facts missing (%) | miscopied (%) | other failures (%) |",
-        "|---|---|---|---|---|",
-    ]
+    """Movement from the base policy and, by domain, the failure breakdown (backend) or the answers
+    without a page, full contexts and dialogue lengths (frontend) of each method evaluated per seed."""
+    moved = ("Moved: the share of test dialogues that differ from the zero-shot dialogue drawn with the same "
+             "random numbers (0 for an untrained copy of the base).")  # fmt: skip
+    if r.domain == "frontend":
+        keys = ("moved_from_base", "no_page", "context_full")
+        out = [f"### How the policies behave ({r.domain})", "",
+               f"{moved} No page: answers that show no page that renders (scored 0). Context full: dialogues that "
+               "filled the model's context before an answer (the last message is then the answer). Shares of all "
+               "test episodes.", "",
+               "| method | moved from base (%) | no page (%) | context full (%) | mean turns |",
+               "|---|---|---|---|---|"]  # fmt: skip
+    else:
+        keys = ("moved_from_base", "failed_facts_missing", "failed_miscopied", "failed_other")
+        out = [f"### How the policies behave ({r.domain})", "",
+               f"{moved} Failures, as shares of all test episodes: answered with a hidden fact never told, every "
+               "fact told but the answer still wrong, other.", "",
+               "| method | moved from base (%) | facts missing (%) | miscopied (%) | other failures (%) |",
+               "|---|---|---|---|---|"]  # fmt: skip
     for b in r.behaviour:
-        cells = ("—" if b[k] is None else _pct(b[k])
-                 for k in ("moved_from_base", "failed_facts_missing", "failed_miscopied", "failed_other"))  # fmt: skip
+        cells = ["—" if b[k] is None else _pct(b[k]) for k in keys]
+        if r.domain == "frontend":
+            cells.append("—" if b["mean_turns"] is None else f"{b['mean_turns']:.1f}")
         out.append(f"| {label(b['method'])} | " + " | ".join(cells) + " |")
     return [*out, ""]
 
 
 def interval_table(r: DomainResults) -> list[str]:
-    """The paired differences between methods, with their task-bootstrap intervals."""
-    measure = "success" if r.spec.episode_column == "success" else "similarity"
+    """The paired differences between methods, with their task-bootstrap intervals: one table per
+    measure (backend: success; frontend: similarity, then wins against the reference page)."""
     level = f"{r.intervals[0].level:.0%}"
-    out = [
-        f"### Paired differences ({r.domain})",
-        "",
-        f"Per task, the mean {measure} over seeds and samples of one method minus the other's, averaged over "
-        f"the {r.intervals[0].tasks} test tasks; {level} intervals from resampling tasks (paired bootstrap). "
-        "A difference is resolved when its interval excludes 0.",
-        "",
-        f"| comparison | difference (points) | {level} interval | resolved |",
-        "|---|---|---|---|",
-    ]
-    for i in r.intervals:
-        resolved = "yes" if i.excludes_zero else "no"
-        out.append(f"| {label(i.a)} − {label(i.b)} | {i.difference * 100:+.1f} "
-                   f"| [{i.low * 100:+.1f}, {i.high * 100:+.1f}] | {resolved} |")  # fmt: skip
-    return [*out, ""]
+    out = [f"### Paired differences ({r.domain})", ""]
+    for measure in dict.fromkeys(i.measure for i in r.intervals):
+        rows = [i for i in r.intervals if i.measure == measure]
+        what = (f"mean {measure}" if measure != "win rate" else
+                "win rate against the page made from the description alone (a win 1, a tie ½)")  # fmt: skip
+        out += [
+            f"Per task, the {what} over seeds and samples of one method minus the other's, averaged over "
+            f"the {rows[0].tasks} test tasks; {level} intervals from resampling tasks (paired bootstrap). "
+            "A difference is resolved when its interval excludes 0.",
+            "",
+            f"| comparison | {measure}: difference (points) | {level} interval | resolved |",
+            "|---|---|---|---|",
+        ]
+        for i in rows:
+            resolved = "yes" if i.excludes_zero else "no"
+            out.append(f"| {label(i.a)} − {label(i.b)} | {i.difference * 100:+.1f} "
+                       f"| [{i.low * 100:+.1f}, {i.high * 100:+.1f}] | {resolved} |")  # fmt: skip
+        out.append("")
+    return out
 
 
 def results_data(results: list[DomainResults], seeds: list[int]) -> dict:

@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
+
 from sweetflow.errors import InputError
 from sweetflow.report.behaviour import behaviour_rows
 from sweetflow.report.intervals import Interval, method_intervals
@@ -53,6 +55,9 @@ class DomainSpec:
     paper: dict[str, tuple[float, float]]
     gpt4o: tuple[float, float]
     episode_column: str  # the per-episode outcome that paired comparisons average
+    # Also pair the wins of `episode_column` against each test task's `reference_similarity` (the
+    # frontend's win rate), read from the domain's test task table.
+    paired_wins: bool = False
 
 
 DOMAINS = {
@@ -77,6 +82,7 @@ DOMAINS = {
         {"zero_shot": (72.4, 33.8), "rft": (75.2, 38.6), "mtdpo": (76.9, 42.8), "sweet": (77.7, 48.2)},
         (78.1, 50.0),
         "reward",
+        paired_wins=True,
     ),
 }
 
@@ -274,14 +280,22 @@ class DomainResults:
         return DOMAINS[self.domain]
 
 
-def read_domain(reports: Path, evaluations: Path, domain: str, trained: bool) -> DomainResults:
+def read_domain(
+    reports: Path, evaluations: Path, domain: str, trained: bool, test_tasks: Path | None = None
+) -> DomainResults:
     """A domain's results from its metrics under `reports/<domain>/` and, for the paired intervals,
-    its episodes under `evaluations` (data/<domain>/evaluations)."""
+    its episodes under `evaluations` (data/<domain>/evaluations) and, for paired wins, the
+    reference scores of its `test_tasks` table."""
     spec = DOMAINS[domain]
     methods = read_methods(reports / domain, spec)
     rows = table_rows(methods, spec, trained)
     critics = read_critics(reports / domain / "stages")
-    intervals = method_intervals(evaluations, spec.episode_column)
+    measure = "success" if spec.episode_column == "success" else "similarity"
+    intervals = method_intervals(evaluations, spec.episode_column, measure=measure)
+    if spec.paired_wins and intervals and test_tasks is not None and test_tasks.is_file():
+        frame = pl.read_parquet(test_tasks, columns=["task_id", "reference_similarity"])
+        reference = dict(zip(frame["task_id"].to_list(), frame["reference_similarity"].to_list()))
+        intervals += method_intervals(evaluations, spec.episode_column, measure="win rate", reference=reference)
     metrics = {m: read_json(reports / domain / m / "metrics.json") for m in methods}
     behaviour = behaviour_rows(evaluations, {m: metrics[m] for m in [*TRAINED, *sorted(metrics)] if m in metrics})
     return DomainResults(domain, rows, goal_check(rows, spec), methods.get(REFERENCE), critics, intervals, behaviour)

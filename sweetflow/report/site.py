@@ -86,8 +86,8 @@ def results_section(r: DomainResults) -> str:
         f'<table class="results"><thead><tr><th>method</th><th>key</th><th>{a} (%)</th><th>{b} (%)</th>'
         f"<th>seeds</th><th>paper: {a} / {b} (%)</th></tr></thead><tbody>{rows}</tbody></table>",
     ]
-    if r.intervals:
-        out.append(intervals_table(r.intervals, "success" if spec.episode_column == "success" else "similarity"))
+    for measure in dict.fromkeys(i.measure for i in r.intervals):
+        out.append(intervals_table([i for i in r.intervals if i.measure == measure], measure))
     out += [f"<p>{_inline(s)}</p>" for s in goal_sentences(r.check, spec)]
     out.append("</section>")
     return "\n".join(out)

@@ -60,8 +60,9 @@ def test_the_sandbox_worker_is_code_of_every_stage_that_runs_answers():
                     code_closure(s.module, ["backend"])]  # fmt: skip
     names = {s.name.split("@")[0] for s in runs_answers}
     assert {"tasks", "score_references", "evaluate", "demos", "rollout", "evaluate_base", "critic_check",
-            "critic_quality", "evaluate_policy"} <= names  # fmt: skip
-    assert not names & {"critic", "policy", "rank", "candidates", "trajectory_pairs", "step_pairs", "base_model"}
+            "candidate_labels", "evaluate_policy"} <= names  # fmt: skip
+    assert not names & {"critic", "policy", "rank", "candidates", "trajectory_pairs", "step_pairs", "base_model",
+                        "critic_quality"}  # fmt: skip
 
 
 def test_a_domain_stage_loads_only_its_own_domain():

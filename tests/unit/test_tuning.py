@@ -73,3 +73,16 @@ def test_the_table_lists_every_trial_and_marks_one_per_policy(tmp_path):
     write_table("backend", trials, best, HEADLINE, tmp_path)
     data = json.loads((tmp_path / "backend.json").read_text())
     assert len(data["trials"]) == 4 and data["chosen"]["sweet"]["config"] == {"learning_rate": 1e-4, "epochs": 1}
+
+
+def test_the_lr_epochs_grid_gives_every_method_the_same_four_configurations():
+    grids = {m: configurations(m, nll=False) for m in ("rft", "mtdpo", "sweet")}
+    assert all(len(g) == 4 and g == grids["rft"] for g in grids.values())
+    assert all(set(c) == {"learning_rate", "epochs"} for c in grids["sweet"])
+
+
+def test_an_experiment_file_runs_under_every_configuration():
+    overlay = ["-S", "train_domains=[frontend]"]
+    cmd = queue_command("frontend", "rft", {"learning_rate": 0.001, "epochs": 1}, overlay)
+    # The experiment's values first, the configuration's own after them.
+    assert cmd.index("train_domains=[frontend]") < cmd.index("policies.rft.learning_rate=0.001")

@@ -7,6 +7,7 @@ import io
 import socket
 import threading
 import time
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.request import urlopen
 
@@ -304,3 +305,22 @@ def test_no_packet_leaves_the_browser_by_webrtc_or_http():
         udp.close()
         tcp.close()
     assert received == []
+
+
+def test_a_dvc_experiments_copy_finds_the_projects_tailwind(tmp_path, monkeypatch):
+    """`dvc exp run --queue/--temp` runs in <project>/.dvc/tmp/exps/<dir>: a copy of what git tracks,
+    without the Tailwind file scripts/setup.sh fetched into the project's vendor/."""
+    from sweetflow.frontend.render import project_file
+
+    relative = Path("vendor/tailwindcss-2.2.19/tailwind.min.css")
+    (tmp_path / relative).parent.mkdir(parents=True)
+    (tmp_path / relative).write_text("/* tailwind */")
+    copy = tmp_path / ".dvc" / "tmp" / "exps" / "tmpabc123"
+    copy.mkdir(parents=True)
+    monkeypatch.chdir(copy)
+    assert project_file(relative) == tmp_path / relative
+    (copy / relative).parent.mkdir(parents=True)
+    (copy / relative).write_text("/* the copy's own */")
+    assert project_file(relative) == relative  # a file in the working directory wins
+    monkeypatch.chdir(tmp_path / "vendor")  # not a DVC experiment's copy: the path stays as given
+    assert project_file(Path("missing.css")) == Path("missing.css")

@@ -38,3 +38,15 @@ def test_rows_cover_methods_with_seeds_only_and_keep_their_failure_shares(tmp_pa
     assert [r["method"] for r in rows] == ["zero_shot", "sweet"]
     assert rows[0]["moved_from_base"] is None and rows[1]["moved_from_base"] == 1.0
     assert rows[1]["failed_miscopied"] == 0.3
+
+
+def test_answers_without_a_page_are_counted_over_seeds_for_design_tasks_only(tmp_path):
+    for seed, statuses in enumerate([["rendered", "no_html", "rendered"], ["render_failed", "rendered", "rendered"]]):
+        (tmp_path / "rft").mkdir(exist_ok=True)
+        pl.DataFrame({"score_status": statuses}).write_parquet(tmp_path / "rft" / f"trajectories-seed{seed}.parquet")
+    (tmp_path / "sweet").mkdir()
+    pl.DataFrame({"score_status": ["ok", "error"]}).write_parquet(tmp_path / "sweet" / "trajectories-seed0.parquet")
+    metrics = {"rft": {"seeds": {}, "context_full": 3, "count": 6, "mean_turns": 4.5}, "sweet": {"seeds": {}}}
+    rft, sweet = behaviour_rows(tmp_path, metrics)
+    assert rft["no_page"] == 2 / 6 and rft["context_full"] == 0.5 and rft["mean_turns"] == 4.5
+    assert sweet["no_page"] is None and sweet["context_full"] is None  # a backend method's statuses are the sandbox's

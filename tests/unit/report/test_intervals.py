@@ -83,3 +83,19 @@ def test_method_intervals_read_every_seed_file_and_skip_methods_not_run(tmp_path
     (i,) = method_intervals(tmp_path, "success")  # rft, sweet_no_info and zero_shot were not run
     assert (i.a, i.b, i.tasks) == ("sweet", "mtdpo", 4)
     assert i.difference == pytest.approx((0.5 + 0 + 0 + 0.5) / 4)
+
+
+def test_wins_are_paired_against_each_tasks_reference_with_ties_as_half(tmp_path):
+    reference = {"t0": 0.5, "t1": 0.5, "t2": 0.2}
+    for method, seeds in {"sweet": [[0.6, 0.5, 0.1], [0.4, 0.5, 0.3]], "rft": [[0.5, 0.1, 0.9], [0.5, 0.1, 0.9]]}.items():
+        (tmp_path / method).mkdir()
+        for seed, rewards in enumerate(seeds):
+            frame = pl.DataFrame({"task_id": list(reference), "reward": rewards})
+            frame.write_parquet(tmp_path / method / f"trajectories-seed{seed}.parquet")
+    (i,) = method_intervals(tmp_path, "reward", measure="win rate", reference=reference)
+    # sweet: t0 one win and one loss (0.5), t1 two ties (0.5), t2 a loss and a win (0.5);
+    # rft: t0 two ties (0.5), t1 two losses (0), t2 two wins (1).
+    assert (i.a, i.b, i.measure) == ("sweet", "rft", "win rate")
+    assert i.difference == pytest.approx(((0.5 - 0.5) + (0.5 - 0) + (0.5 - 1)) / 3)
+    (s,) = method_intervals(tmp_path, "reward", measure="similarity")
+    assert s.measure == "similarity" and s.difference == pytest.approx((0.5 - 0.5 + 0.5 - 0.1 + 0.2 - 0.9) / 3)

@@ -1,0 +1,121 @@
+"""Named experiment files: checked against params.yaml, turned into `-S` arguments that DVC's own
+override parser applies to exactly the merged parameters."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from dvc.utils.hydra import apply_overrides
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sweetflow.errors import InputError
+from sweetflow.experiments import read_overlay, run_command, set_arguments
+from sweetflow.params import Params
+
+ROOT = Path(__file__).resolve().parents[2]
+PARAMS = ROOT / "params.yaml"
+EXPERIMENTS = sorted((ROOT / "configs" / "experiments").glob("*.yaml"))
+
+
+def merged(changes: dict) -> dict:
+    data = copy.deepcopy(yaml.safe_load(PARAMS.read_text()))
+    for key, value in changes.items():
+        node = data
+        *parents, last = key.split(".")
+        for part in parents:
+            node = node[part]
+        node[last] = value
+    return data
+
+
+def dvc_applied(tmp_path: Path, changes: dict) -> dict:
+    """params.yaml after DVC applies the arguments, as `dvc exp run -S ...` does."""
+    target = tmp_path / "params.yaml"
+    shutil.copy(PARAMS, target)
+    args = set_arguments(changes)
+    apply_overrides(target, [value for flag, value in zip(args[::2], args[1::2]) if flag == "-S"])
+    return yaml.safe_load(target.read_text())
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
+def test_each_committed_experiment_validates_and_dvc_applies_it_exactly(path, tmp_path):
+    changes = read_overlay(path, PARAMS)
+    assert changes, "an experiment changes something"
+    applied = dvc_applied(tmp_path, changes)
+    assert applied == merged(changes)
+    Params.model_validate(applied)
+
+
+def test_the_frontend_experiment_trains_the_frontend():
+    changes = read_overlay(ROOT / "configs/experiments/frontend.yaml", PARAMS)
+    assert changes["train_domains"] == ["frontend"]
+    assert merged(changes)["frontend"]["tasks"]["n_train"] > 0
+
+
+def test_a_key_params_yaml_lacks_is_refused_with_its_name(tmp_path):
+    bad = tmp_path / "typo.yaml"
+    bad.write_text("rollout:\n  max_task: 10\n")
+    with pytest.raises(InputError, match=r"typo.yaml: rollout.max_task: no such key"):
+        read_overlay(bad, PARAMS)
+
+
+def test_values_the_parameters_refuse_are_refused(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rollout:\n  samples_per_task: -1\n")
+    with pytest.raises(InputError, match=r"bad.yaml: the parameters it makes are invalid: rollout.samples_per_task"):
+        read_overlay(bad, PARAMS)
+
+
+def test_an_empty_or_missing_file_is_an_error(tmp_path):
+    (tmp_path / "empty.yaml").write_text("")
+    with pytest.raises(InputError, match="expected a mapping"):
+        read_overlay(tmp_path / "empty.yaml", PARAMS)
+    with pytest.raises(FileNotFoundError, match="no such experiment file"):
+        read_overlay(tmp_path / "absent.yaml", PARAMS)
+
+
+def test_the_command_is_named_after_the_file():
+    command = run_command(ROOT / "configs/experiments/frontend.yaml", ["--queue"], PARAMS)
+    assert command[:5] == ["dvc", "exp", "run", "-n", "frontend"] and command[-1] == "--queue"
+
+
+# Values of the kinds params.yaml holds: numbers, flags, null, names, lists of names, per-domain maps.
+names = st.sampled_from(["backend", "frontend", "with_info", "x1"])
+values = st.one_of(
+    st.integers(-10_000, 10_000),
+    st.floats(-1e6, 1e6, allow_nan=False).filter(lambda x: x == 0 or abs(x) > 1e-9),
+    st.booleans(),
+    st.none(),
+    names,
+    st.lists(names, max_size=3),
+    st.dictionaries(names, st.floats(0, 1), max_size=2),
+)
+
+
+def as_read(value):
+    """What the pipeline reads for a value DVC wrote: PyYAML (YAML 1.1) reads an exponent float
+    without a dot, as DVC's writer puts 1e-05, as a string; the params' float fields convert it."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if isinstance(value, dict):
+        return {k: as_read(v) for k, v in value.items()}
+    return value
+
+
+@settings(max_examples=40)
+@given(value=values)
+def test_dvc_reads_back_any_value_as_it_was_written(tmp_path_factory, value):
+    target = tmp_path_factory.mktemp("p") / "params.yaml"
+    target.write_text("rollout:\n  seed: 0\n")  # any leaf: DVC's parser does not look at its old type
+    (flag, arg) = set_arguments({"rollout.seed": value})
+    apply_overrides(target, [arg])
+    read = yaml.safe_load(target.read_text())["rollout"]["seed"]
+    assert (read if isinstance(value, str) else as_read(read)) == value
