@@ -22,6 +22,7 @@ from sweetflow import paths
 from sweetflow.artifacts import stage_output
 from sweetflow.domain import get_domain
 from sweetflow.errors import run_stage
+from sweetflow.rl.critic_quality import kind_shares
 from sweetflow.tables import read_tasks
 
 LABELS_SCHEMA = {"state_id": pl.String, "candidate": pl.Int32, "kind": pl.String, "good": pl.Boolean}
@@ -46,13 +47,12 @@ def main() -> None:
             out.metrics.update(labelled=False)
         else:
             labels.cast(LABELS_SCHEMA).write_parquet(out.dir / "labels.parquet")
-            kinds = labels["kind"].value_counts().rows()
             out.metrics.update(
                 labelled=True,
                 candidates=labels.height,
                 states=labels["state_id"].n_unique(),
                 good_share=round(float(labels["good"].mean()), 4) if labels.height else None,
-                kind_shares={k: round(c / labels.height, 4) for k, c in sorted(kinds)},
+                kind_shares=kind_shares(labels),
             )
     print(json.dumps(out.metrics, indent=2))
 

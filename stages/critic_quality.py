@@ -20,7 +20,7 @@ from stages._common import begin
 from sweetflow import paths
 from sweetflow.artifacts import stage_output
 from sweetflow.errors import run_stage
-from sweetflow.rl.critic_quality import good_vs_bad_accuracy, pair_makeup
+from sweetflow.rl.critic_quality import good_vs_bad_accuracy, kind_shares, pair_makeup
 
 
 def main() -> None:
@@ -37,12 +37,11 @@ def main() -> None:
         if labels.is_empty():
             out.metrics.update(labelled=False)
         else:
-            kinds = labels["kind"].value_counts().rows()
             out.metrics.update(
                 labelled=True,
                 **good_vs_bad_accuracy(ranked, labels),
                 **pair_makeup(pl.read_parquet(pairs_file), labels),
-                kind_shares={k: round(c / labels.height, 4) for k, c in sorted(kinds)},
+                kind_shares=kind_shares(labels),
             )
     print(json.dumps(out.metrics, indent=2))
 

@@ -55,3 +55,8 @@ def pair_makeup(pairs: pl.DataFrame, labels: pl.DataFrame) -> dict:
         "both_good_pair_share": share(both_good),
         "both_bad_pair_share": share(n - informative - inverted - both_good),
     }
+
+
+def kind_shares(labels: pl.DataFrame) -> dict[str, float]:
+    """The share of each label kind (new_fact, premature, closer, ...) among the labelled candidates."""
+    return {k: round(c / labels.height, 4) for k, c in sorted(labels["kind"].value_counts().rows())}
