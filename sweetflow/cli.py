@@ -128,12 +128,14 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_experiment(args: argparse.Namespace) -> int:
     import shlex
+    import subprocess
 
     from sweetflow import experiments
 
     command = experiments.run_command(args.file, args.dvc_args, args.params)
-    console.print(shlex.join(command), highlight=False, soft_wrap=True)
-    return 0 if args.print else experiments.run(args.file, args.dvc_args)
+    # markup=False: `-S train_domains=[frontend]` is not a rich tag.
+    console.print(shlex.join(command), highlight=False, markup=False, soft_wrap=True)
+    return 0 if args.print else subprocess.run(command).returncode
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -158,7 +160,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     tuning.write_table(args.domain, trials, best, domain.headline, args.out)
     console.print(tuning.render(args.domain, trials, best, domain.headline), highlight=False)
     for policy, trial in sorted(best.items()):
-        console.print(f"policies.{policy}: " + ", ".join(f"{k}: {v:g}" for k, v in trial.config.items()), highlight=False)
+        console.print(f"policies.{policy}: {tuning.describe(trial.config)}", highlight=False, markup=False)
     return 0
 
 

@@ -14,7 +14,6 @@ exactly the stages whose params, code or data changed, and records the run as an
 from __future__ import annotations
 
 import copy
-import subprocess
 from pathlib import Path
 
 import yaml
@@ -78,7 +77,3 @@ def run_command(path: Path | str, extra: list[str] = (), base: Path | str = PARA
     (e.g. --queue, --temp, or stage targets)."""
     name = Path(path).stem
     return ["dvc", "exp", "run", "-n", name, *set_arguments(read_overlay(path, base)), *extra]
-
-
-def run(path: Path | str, extra: list[str] = ()) -> int:
-    return subprocess.run(run_command(path, extra)).returncode

@@ -161,6 +161,11 @@ def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: t
     return "\n".join(out) + "\n"
 
 
+def describe(config: dict) -> str:
+    """A configuration as params.yaml values, e.g. `learning_rate: 0.001, epochs: 1, nll_span: response`."""
+    return ", ".join(f"{k}: {v:g}" if isinstance(v, float | int) else f"{k}: {v}" for k, v in config.items())
+
+
 def write_table(domain: str, trials: list[Trial], best: dict[str, Trial], headline: tuple[str, str], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{domain}.md").write_text(render(domain, trials, best, headline))

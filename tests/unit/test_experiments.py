@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,3 +121,21 @@ def test_dvc_reads_back_any_value_as_it_was_written(tmp_path_factory, value):
     apply_overrides(target, [arg])
     read = yaml.safe_load(target.read_text())["rollout"]["seed"]
     assert (read if isinstance(value, str) else as_read(read)) == value
+
+
+def test_the_cli_prints_the_command_from_the_params_file_it_is_given(tmp_path):
+    """`--params` is the file the experiment is checked against (here the only one it is valid on),
+    and the printed command keeps `[frontend]` (rich would take it for markup)."""
+    params = tmp_path / "params.yaml"
+    text = PARAMS.read_text()
+    assert "    n_train: 0 " in text  # params.yaml's frontend: train_domains [frontend] alone is invalid on it
+    assert "    n_val: 0\n" in text
+    params.write_text(text.replace("    n_train: 0 ", "    n_train: 12 ", 1).replace("    n_val: 0\n", "    n_val: 4\n", 1))
+    exp = tmp_path / "only-here.yaml"
+    exp.write_text("train_domains: [frontend]\n")
+    command = [sys.executable, "-m", "sweetflow.cli", "experiment", str(exp), "--print"]
+    refused = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    assert refused.returncode != 0 and "n_train is 0" in refused.stderr + refused.stdout
+    shown = subprocess.run([*command, "--params", str(params)], capture_output=True, text=True, cwd=ROOT)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == "dvc exp run -n only-here -S 'train_domains=[frontend]'"

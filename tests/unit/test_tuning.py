@@ -12,6 +12,7 @@ from sweetflow.tuning import (
     Trial,
     choose,
     configurations,
+    describe,
     experiment_name,
     queue_command,
     render,
@@ -86,3 +87,8 @@ def test_an_experiment_file_runs_under_every_configuration():
     cmd = queue_command("frontend", "rft", {"learning_rate": 0.001, "epochs": 1}, overlay)
     # The experiment's values first, the configuration's own after them.
     assert cmd.index("train_domains=[frontend]") < cmd.index("policies.rft.learning_rate=0.001")
+
+
+def test_a_chosen_configuration_prints_with_its_text_values():
+    config = {"learning_rate": 1e-4, "epochs": 4, "nll_coef": 0.01, "nll_span": "dialogue", "nll_mean": "sequence"}
+    assert describe(config) == "learning_rate: 0.0001, epochs: 4, nll_coef: 0.01, nll_span: dialogue, nll_mean: sequence"
