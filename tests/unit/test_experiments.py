@@ -59,6 +59,24 @@ def test_the_frontend_experiment_trains_the_frontend():
     assert merged(changes)["frontend"]["tasks"]["n_train"] > 0
 
 
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
+def test_each_committed_record_was_made_with_its_experiment_file(path):
+    """reports/experiments/<name>/ is the record of a run of configs/experiments/<name>.yaml: its
+    params.yaml holds every value the file sets, and its lock ran every trained method's evaluation."""
+    record = ROOT / "reports" / "experiments" / path.stem
+    params = yaml.safe_load((record / "params.yaml").read_text())
+    for key, value in read_overlay(path, PARAMS).items():
+        node = params
+        for part in key.split("."):
+            node = node[part]
+        assert as_read(node) == value, f"{record}/params.yaml: {key} is {node!r}, the experiment sets {value!r}"
+    stages = yaml.safe_load((record / "dvc.lock").read_text())["stages"]
+    for domain in params["train_domains"]:
+        for policy in params["policies"]:
+            assert f"evaluate_policy@{domain}-{policy}" in stages
+    assert "report" in stages and (record / "results.md").is_file()
+
+
 def test_a_key_params_yaml_lacks_is_refused_with_its_name(tmp_path):
     bad = tmp_path / "typo.yaml"
     bad.write_text("rollout:\n  max_task: 10\n")
