@@ -143,15 +143,18 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from sweetflow.domain import get_domain
     from sweetflow.params import load_params
 
-    if args.action == "queue":
+    if args.action in ("queue", "run"):
         policies = load_params(args.params).policies
         chosen = args.policies or list(policies)
         unknown = sorted(set(chosen) - set(policies))
         if unknown:
             raise InputError(f"{args.params}: policies has no {unknown}; defined: {sorted(policies)}")
         overlay = experiments.set_arguments(experiments.read_overlay(args.overlay, args.params)) if args.overlay else []
-        names = tuning.queue(args.domain, {name: policies[name].method for name in chosen}, overlay, args.grid == "full")
-        console.print(f"queued {len(names)} experiments; run them with `dvc queue start -j 1`")
+        queued = args.action == "queue"
+        names = tuning.queue(args.domain, {name: policies[name].method for name in chosen}, overlay, args.grid == "full",
+                             queued=queued)  # fmt: skip
+        console.print(f"queued {len(names)} experiments; run them with `dvc queue start -j 1`" if queued
+                      else f"ran {len(names)} experiments; `sweetflow tune table --domain {args.domain}` chooses")  # fmt: skip
         return 0
     domain = get_domain(args.domain)
     policies = load_params(args.params).policies
@@ -202,13 +205,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("tune", help="equal-budget tuning on the validation tasks with DVC experiments (see sweetflow/tuning.py)")
-    p.add_argument("action", choices=["queue", "table"], help="queue: one experiment per configuration; table: collect and choose")
+    p.add_argument("action", choices=["queue", "run", "table"],
+                   help="queue: one experiment per configuration, for `dvc queue start`; run: each at once, in the workspace "
+                        "(their checkpoints stay in the run cache); table: collect and choose")  # fmt: skip
     p.add_argument("--domain", choices=["backend", "frontend"], default="backend")
-    p.add_argument("--policies", nargs="*", help="queue: the policies to tune (default: every one in params.yaml)")
+    p.add_argument("--policies", nargs="*", help="queue, run: the policies to tune (default: every one in params.yaml)")
     p.add_argument("--grid", choices=["full", "lr-epochs"], default="full",
-                   help="queue: full (the preference methods also over the NLL term) or lr-epochs (4 configurations "
+                   help="queue, run: full (the preference methods also over the NLL term) or lr-epochs (4 configurations "
                         "for every method)")  # fmt: skip
-    p.add_argument("--overlay", type=Path, help="queue: an experiment file (configs/experiments/) every configuration runs on")
+    p.add_argument("--overlay", type=Path, help="queue, run: an experiment file (configs/experiments/) every configuration runs on")
     p.add_argument("--params", type=Path, default=Path("params.yaml"))
     p.add_argument("--out", type=Path, default=Path("reports/tuning"), help="table: where <domain>.md and .json go")
     p.add_argument("--commits", type=int, default=1,

@@ -8,6 +8,7 @@ metric (backend: success rate), ties broken by the other headline metric, then b
 
     sweetflow tune queue --domain backend    # one `dvc exp run --queue` per configuration
     dvc queue start -j 1                     # run them; `dvc queue status` to follow
+    sweetflow tune run --domain backend      # or: run each at once, in the workspace
     sweetflow tune table --domain backend    # reports/tuning/<domain>.{md,json}: every run and the choice
 """
 
@@ -50,23 +51,27 @@ def experiment_name(domain: str, policy: str, config: dict) -> str:
     return "-".join(parts).replace("+", "").replace(".", "p")
 
 
-def queue_command(domain: str, policy: str, config: dict, overlay: list[str] = ()) -> list[str]:
+def queue_command(domain: str, policy: str, config: dict, overlay: list[str] = (), queued: bool = True) -> list[str]:
     """The experiment of one configuration; `overlay`: `-S` arguments of an experiment file
-    (`sweetflow.experiments`) it runs on, before the configuration's own."""
+    (`sweetflow.experiments`) it runs on, before the configuration's own. Not `queued`: it runs at
+    once, in the workspace."""
     sets = [arg for key, value in config.items() for arg in ("-S", f"policies.{policy}.{key}={value}")]
-    return ["dvc", "exp", "run", "--queue", "-n", experiment_name(domain, policy, config), *overlay, *sets,
-            f"validate@{domain}-{policy}"]  # fmt: skip
+    return ["dvc", "exp", "run", *(["--queue"] if queued else []), "-n", experiment_name(domain, policy, config),
+            *overlay, *sets, f"validate@{domain}-{policy}"]  # fmt: skip
 
 
 def queue(
-    domain: str, policies: dict[str, str], overlay: list[str] = (), nll: bool = True, root: Path = Path(".")
-) -> list[str]:
+    domain: str, policies: dict[str, str], overlay: list[str] = (), nll: bool = True, root: Path = Path("."),
+    queued: bool = True,
+) -> list[str]:  # fmt: skip
     """Queue every configuration of every policy (name → method), each on `overlay` (`-S` arguments);
-    returns the experiment names."""
+    returns the experiment names. Not `queued`: run them one after another in the workspace instead,
+    which also leaves every trained checkpoint in DVC's run cache (queued runs, in temporary copies,
+    do not), so the final run with the chosen configurations trains nothing again."""
     names = []
     for policy, method in policies.items():
         for config in configurations(method, nll):
-            subprocess.run(queue_command(domain, policy, config, overlay), cwd=root, check=True)
+            subprocess.run(queue_command(domain, policy, config, overlay, queued), cwd=root, check=True)
             names.append(experiment_name(domain, policy, config))
     return names
 

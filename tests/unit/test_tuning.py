@@ -92,3 +92,11 @@ def test_an_experiment_file_runs_under_every_configuration():
 def test_a_chosen_configuration_prints_with_its_text_values():
     config = {"learning_rate": 1e-4, "epochs": 4, "nll_coef": 0.01, "nll_span": "dialogue", "nll_mean": "sequence"}
     assert describe(config) == "learning_rate: 0.0001, epochs: 4, nll_coef: 0.01, nll_span: dialogue, nll_mean: sequence"
+
+
+def test_a_configuration_run_in_the_workspace_is_the_queued_experiment_run_at_once():
+    config = {"learning_rate": 0.001, "epochs": 1}
+    queued = queue_command("frontend", "rft", config, ["-S", "train_domains=[frontend]"])
+    at_once = queue_command("frontend", "rft", config, ["-S", "train_domains=[frontend]"], queued=False)
+    assert "--queue" in queued and "--queue" not in at_once
+    assert [a for a in queued if a != "--queue"] == at_once
