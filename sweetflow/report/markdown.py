@@ -108,11 +108,13 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
             "Held-out: trajectory pairs kept out of training. Good vs bad: over every (good, bad) pair of "
             "candidate actions at a state, the share the critic ranks the good one higher. Informative / "
             "inverted: step pairs whose chosen action is good and rejected one bad / the other way round. "
-            "Agreement: the critic's best and worst candidate played out to the end (decided states).",
+            "Agreement: the critic's best and worst candidate played out to the end (decided states). "
+            "Length: the correlation of the critic's score with the candidate's token count within a state, "
+            "and the mean tokens of its step pairs' chosen / rejected actions.",
             "",
             "| critic | trajectory pairs | held-out pair accuracy (%) | good vs bad (%) | informative pairs (%) "
-            "| inverted pairs (%) | ranking agreement (%) |",
-            "|---|---|---|---|---|---|---|",
+            "| inverted pairs (%) | ranking agreement (%) | score vs length (r) | chosen / rejected tokens |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for c in r.critics:
             pairs = "—" if c["pairs"] is None else f"{c['pairs']:.0f}"
@@ -122,7 +124,10 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
             agree = "—" if c["ranking_agreement"] is None else _pct(c["ranking_agreement"])
             if c["states_decided"] is not None and c["ranking_agreement"] is not None:
                 agree += f" ({c['states_decided']:.0f})"
-            out.append(f"| `{c['critic']}` | {pairs} | {acc} | {good} | {info} | {inv} | {agree} |")
+            corr = "—" if c.get("score_length_corr") is None else f"{c['score_length_corr']:+.2f}"
+            tokens = ("—" if c.get("chosen_tokens") is None or c.get("rejected_tokens") is None
+                      else f"{c['chosen_tokens']:.0f} / {c['rejected_tokens']:.0f}")  # fmt: skip
+            out.append(f"| `{c['critic']}` | {pairs} | {acc} | {good} | {info} | {inv} | {agree} | {corr} | {tokens} |")
         out.append("")
     return out
 

@@ -189,6 +189,32 @@ def read_critics(stage_reports: Path) -> list[dict]:
     return rows
 
 
+def critic_length_bias(data: Path, critic: str) -> dict:
+    """How much a critic's scores follow the candidates' length, from `data` (data/<domain>): the
+    correlation of score with token count within a state (both centred on the state's mean, so a
+    state of long candidates does not count), and the mean tokens of its step pairs' chosen and
+    rejected actions. A critic that rewards length teaches the policy to talk longer. None where the
+    data is absent or constant."""
+    out = {"score_length_corr": None, "chosen_tokens": None, "rejected_tokens": None}
+    candidates, ranked = data / "candidates" / "candidates.parquet", data / "ranked" / critic / "candidates.parquet"
+    if not (candidates.is_file() and ranked.is_file()):
+        return out
+    lengths = pl.read_parquet(candidates, columns=["state_id", "candidate", "n_tokens"])
+    scored = lengths.join(pl.read_parquet(ranked, columns=["state_id", "candidate", "score"]), on=["state_id", "candidate"])
+    centred = scored.select(
+        (pl.col(c).cast(pl.Float64) - pl.col(c).cast(pl.Float64).mean().over("state_id")).alias(c) for c in ("score", "n_tokens")
+    )  # fmt: skip
+    if centred.height > 2 and centred["score"].std() > 0 and centred["n_tokens"].std() > 0:
+        out["score_length_corr"] = centred.select(pl.corr("score", "n_tokens")).item()
+    pairs = data / "step_pairs" / critic / "pairs.parquet"
+    if pairs.is_file():
+        frame = pl.read_parquet(pairs, columns=["state_id", "chosen", "rejected"])
+        for side in ("chosen", "rejected"):
+            joined = frame.join(lengths.rename({"candidate": side}), on=["state_id", side])
+            out[f"{side}_tokens"] = joined["n_tokens"].mean() if joined.height else None
+    return out
+
+
 def read_curve(path: Path) -> tuple[list[float], list[float]]:
     """A DVCLive TSV (`step<TAB>name` header, one row per logged step) as (steps, values)."""
     lines = path.read_text().splitlines()
@@ -289,7 +315,7 @@ def read_domain(
     spec = DOMAINS[domain]
     methods = read_methods(reports / domain, spec)
     rows = table_rows(methods, spec, trained)
-    critics = read_critics(reports / domain / "stages")
+    critics = [c | critic_length_bias(evaluations.parent, c["critic"]) for c in read_critics(reports / domain / "stages")]
     measure = "success" if spec.episode_column == "success" else "similarity"
     intervals = method_intervals(evaluations, spec.episode_column, measure=measure)
     if spec.paired_wins and intervals and test_tasks is not None and test_tasks.is_file():
