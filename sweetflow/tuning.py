@@ -140,11 +140,16 @@ def _git_json(root: Path, rev: str, path: str) -> dict | None:
 def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: tuple[str, str]) -> str:
     """The markdown table of every configuration tried, the chosen ones marked."""
     a, b = headline
+    nll_settings: dict[str, set] = {}  # per policy: the NLL settings its trials ran with
+    for t in trials:
+        nll_settings.setdefault(t.policy, set()).add(tuple(t.config.get(k) for k in NLL_KEYS))
+    grid = ("learning rate × epochs, and for the preference methods the NLL term (`nll_coef`; 'dialogue' marks the "
+            "official actor's NLL over the whole dialogue, per sequence)" if max(map(len, nll_settings.values())) > 1 else
+            "learning rate × epochs (the NLL term as params.yaml has it)")  # fmt: skip
     out = [
         f"# Tuning on the validation tasks ({domain})",
         "",
-        "Every policy got the same grid: learning rate × epochs, and for the preference methods the NLL term "
-        "(`nll_coef`; 'dialogue' marks the official actor's NLL over the whole dialogue, per sequence). "
+        f"Every policy got the same grid: {grid}. "
         "Each row is one DVC experiment that retrained the policy and evaluated it on the validation tasks only "
         f"(means over seeds, %). Chosen: the best {b}, then {a}, then fewer epochs.",
         "",

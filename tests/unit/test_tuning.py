@@ -71,6 +71,7 @@ def test_the_table_lists_every_trial_and_marks_one_per_policy(tmp_path):
     assert len(rows) == 4 and sum("**yes**" in r for r in rows) == 2
     assert "| `sweet` | 0.0001 | 1 | 0.01 (dialogue, per sequence) | 40.0 | 10.0 |  |" in rows
     assert "| `rft` | 0.001 | 4 | — | 40.0 | 30.0 | **yes** |" in rows
+    assert "the preference methods the NLL term" in table  # two NLL settings were tried
     write_table("backend", trials, best, HEADLINE, tmp_path)
     data = json.loads((tmp_path / "backend.json").read_text())
     assert len(data["trials"]) == 4 and data["chosen"]["sweet"]["config"] == {"learning_rate": 1e-4, "epochs": 1}
@@ -100,3 +101,9 @@ def test_a_configuration_run_in_the_workspace_is_the_queued_experiment_run_at_on
     at_once = queue_command("frontend", "rft", config, ["-S", "train_domains=[frontend]"], queued=False)
     assert "--queue" in queued and "--queue" not in at_once
     assert [a for a in queued if a != "--queue"] == at_once
+
+
+def test_a_grid_without_nll_settings_is_described_as_such():
+    trials = [trial("sweet", 1e-4, 1, 0.25, 0.5), trial("sweet", 1e-3, 1, 0.2, 0.4)]
+    table = render("frontend", trials, choose(trials, HEADLINE, "success_rate"), HEADLINE)
+    assert "learning rate × epochs (the NLL term as params.yaml has it)" in table
