@@ -207,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tune", help="equal-budget tuning on the validation tasks with DVC experiments (see sweetflow/tuning.py)")
     p.add_argument("action", choices=["queue", "run", "table"],
                    help="queue: one experiment per configuration, for `dvc queue start`; run: each at once, in the workspace "
-                        "(their checkpoints stay in the run cache); table: collect and choose")  # fmt: skip
+                        "(no temporary copies); table: collect and choose")  # fmt: skip
     p.add_argument("--domain", choices=["backend", "frontend"], default="backend")
     p.add_argument("--policies", nargs="*", help="queue, run: the policies to tune (default: every one in params.yaml)")
     p.add_argument("--grid", choices=["full", "lr-epochs"], default="full",

@@ -66,8 +66,8 @@ def queue(
 ) -> list[str]:  # fmt: skip
     """Queue every configuration of every policy (name → method), each on `overlay` (`-S` arguments);
     returns the experiment names. Not `queued`: run them one after another in the workspace instead,
-    which also leaves every trained checkpoint in DVC's run cache (queued runs, in temporary copies,
-    do not), so the final run with the chosen configurations trains nothing again."""
+    without a temporary copy of the project each; the workspace's lock then holds every stage the
+    tuning ran, and `dvc exp apply` of the last experiment gives the final run all of them."""
     names = []
     for policy, method in policies.items():
         for config in configurations(method, nll):
