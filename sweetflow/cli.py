@@ -151,7 +151,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             raise InputError(f"{args.params}: policies has no {unknown}; defined: {sorted(policies)}")
         overlay = experiments.set_arguments(experiments.read_overlay(args.overlay, args.params)) if args.overlay else []
         queued = args.action == "queue"
-        names = tuning.queue(args.domain, {name: policies[name].method for name in chosen}, overlay, args.grid == "full",
+        names = tuning.launch(args.domain, {name: policies[name].method for name in chosen}, overlay, args.grid == "full",
                              queued=queued)  # fmt: skip
         console.print(f"queued {len(names)} experiments; run them with `dvc queue start -j 1`" if queued
                       else f"ran {len(names)} experiments; `sweetflow tune table --domain {args.domain}` chooses")  # fmt: skip

@@ -60,7 +60,7 @@ def queue_command(domain: str, policy: str, config: dict, overlay: list[str] = (
             *overlay, *sets, f"validate@{domain}-{policy}"]  # fmt: skip
 
 
-def queue(
+def launch(
     domain: str, policies: dict[str, str], overlay: list[str] = (), nll: bool = True, root: Path = Path("."),
     queued: bool = True,
 ) -> list[str]:  # fmt: skip
