@@ -7,11 +7,14 @@ never a half artifact at the declared path.
 The manifest records what `sweetflow lineage` checks: the stage, its validated params, a content
 hash of every input and of the output itself, and the seed; and, for a stage that generated through
 a server it started (`backend: served`), what each server served (`served`: the checkpoint, its
-hash, the model name and the command line, without the port). It holds nothing else, so that the same
-inputs, params and code give the same bytes, and DVC's early cut-off works: a stage rerun with an
-identical result leaves every stage after it up to date. What differs from run to run (when it
-started and how long it took, the commit, the packages, the machine and its CPU) goes to the
-stage's run record, `reports/runs/<stage>.json`: small, not cached by DVC, committed with git.
+hash, the model name and the command line, without the port); for a stage that asked an endpoint
+elsewhere (`backend: openai`), what answered (`endpoints`: the responses' model names and system
+fingerprints). It holds nothing else, so that the same inputs, params and code give the same bytes,
+and DVC's early cut-off works: a stage rerun with an identical result leaves every stage after it up
+to date. What differs from run to run (when it started and how long it took, the commit, the
+packages, the machine and its CPU) goes to the stage's run record, `reports/runs/<stage>.json`: a
+cached output of the stage like its data, so that DVC's run cache and `dvc push` carry it with the
+artifact it describes (a restored artifact comes back with the record of the run that made it).
 """
 
 from __future__ import annotations
@@ -121,6 +124,26 @@ def package_versions() -> dict:
     return versions
 
 
+# What answered the requests this process sent to OpenAI-compatible endpoints (sweetflow.endpoint): per
+# base URL, the model names and system fingerprints of the responses. DVC sees a URL in params, never
+# the model behind it or a change of that model; the manifest of the stage's output records it.
+_ANSWERED: dict[str, set[tuple[str, str | None]]] = {}
+
+
+def record_answer(base_url: str, model: str, system_fingerprint: str | None) -> None:
+    _ANSWERED.setdefault(base_url, set()).add((model, system_fingerprint))
+
+
+def answered_endpoints() -> dict[str, dict]:
+    return {
+        url: {
+            "models": sorted({model for model, _ in answers}),
+            "system_fingerprints": sorted({fp for _, fp in answers if fp}),
+        }
+        for url, answers in sorted(_ANSWERED.items())
+    }
+
+
 def read_manifest(artifact: Path | str) -> dict:
     return json.loads((Path(artifact) / MANIFEST).read_text())
 
@@ -193,6 +216,7 @@ def stage_output(
             "inputs": input_hashes,
             "seed": seed,
             **({"served": result.served} if result.served else {}),
+            **({"endpoints": answered_endpoints()} if _ANSWERED else {}),
         }
         write_json(tmp / MANIFEST, manifest)
         _replace_dir(tmp, out)

@@ -60,11 +60,18 @@ def _label(node, root: Path) -> str:
     commit = str(code.get("git_commit") or "no commit")[:10] + (" dirty" if code.get("dirty") else "")
     params = ", ".join(m["params"]) or "none"
     mark = "[red]✗[/]" if node.problems else "[green]✓[/]"
-    return (
+    label = (
         f"{mark} [bold]{escape(node.path)}[/] ← stage [magenta]{escape(m['stage'])}[/]  "
         f"params: {escape(params)}  code: {escape(commit)}  seed: {escape(str(m.get('seed')))}  "
         f"{escape(str(run.get('wall_time_s', '?')))} s"
     )
+    for url, answered in m.get("endpoints", {}).items():
+        models = ", ".join(answered.get("models", [])) or "?"
+        label += (
+            f"\n  [yellow]⚠ asked {escape(url)} (answered by {escape(models)}): what this stage read is only as "
+            f"traceable as that endpoint[/]"
+        )
+    return label
 
 
 def _grow(tree: Tree, node, root: Path) -> None:

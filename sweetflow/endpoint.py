@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from sweetflow.artifacts import record_answer
 from sweetflow.params import EndpointParams
 from sweetflow.secrets import redact, remember
 
@@ -28,10 +29,13 @@ class Completion:
 
 
 class ChatClient:
-    def __init__(self, params: EndpointParams):
+    def __init__(self, params: EndpointParams, record: bool = True):
+        """`record`: note what answered in the stage's manifest (sweetflow.artifacts.record_answer); a
+        server the stage started itself is recorded by the checkpoint it serves instead."""
         import openai  # here, not at the top: its import costs every stage a second, and most never call out
 
         self.params = params
+        self.record = record
         self._api_error = openai.APIError
         # Local servers (vLLM, transformers serve) accept any key; hosted APIs need the real one.
         key = os.environ.get(params.api_key_env) or "no-key"
@@ -58,6 +62,8 @@ class ChatClient:
             # The error text may echo the request (an Authorization header): redacted before it is cut,
             # so that no part of a key survives the cut.
             raise EndpointError(redact(f"{type(e).__name__}: {e}")[:300]) from None
+        if self.record:
+            record_answer(self.params.base_url, response.model, getattr(response, "system_fingerprint", None))
         if not response.choices:
             raise EndpointError("the endpoint returned no choices")
         choice = response.choices[0]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sweetflow.errors import InputError
 from sweetflow.inputs import read_yaml
@@ -33,6 +33,42 @@ class ScoringRules:
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class InputDir:
+    """Where a file or directory that params name must lie: the directory is a declared dependency of
+    every stage that reads the field's section (dvc.yaml), so DVC reruns such a stage when the file
+    changes. tests/unit/test_dag.py walks the stages and holds it."""
+
+    path: Path
+
+    def __call__(self, value: Path) -> Path:
+        if value.is_absolute() or ".." in value.parts or not value.is_relative_to(self.path) or value == self.path:
+            raise ValueError(
+                f"must lie under {self.path}/ (a declared dependency of the stages that read it, so that a changed "
+                f"file reruns them; copy, link or `dvc add` it there), got {str(value)!r}"
+            )
+        return value
+
+
+SOURCES = InputDir(Path("data/sources"))  # official ColBench files, an LLM writer's corpus: stage `tasks`
+OFFLINE = InputDir(Path("data/offline"))  # imported trajectories: stage `rollout`
+EXTERNAL_MODELS = InputDir(Path("models/external"))  # checkpoints made elsewhere, adopted: stage `base_model`
+CLIP_MODELS = InputDir(Path("models/clip"))  # the frontend's CLIP scorer: every stage that scores pages
+ACCELERATE = InputDir(Path("configs/accelerate"))  # accelerate/DeepSpeed configs: the training stages
+
+
+def input_path(where: InputDir) -> object:
+    """The type of a params field naming a file under `where` (the InputDir rides along as metadata, for the test)."""
+    return Annotated[Path, where, AfterValidator(where)]
+
+
+SourceFile = input_path(SOURCES)
+OfflineFile = input_path(OFFLINE)
+ClipModel = input_path(CLIP_MODELS)
+# Kept a string: it goes to `accelerate launch --config_file` as written.
+AccelerateConfig = Annotated[str, ACCELERATE, AfterValidator(lambda value: str(ACCELERATE(Path(value))))]
 
 
 class SandboxParams(Section):
@@ -79,7 +115,9 @@ class LlmTasksParams(Section):
     """Tasks written by an LLM from passages of a local text corpus (tasks.source 'llm')."""
 
     endpoint: EndpointParams = Field(description="The endpoint of the model that writes the tasks.")
-    corpus: Path = Field(description="A local text file; its paragraphs are the passages the tasks start from.")
+    corpus: SourceFile = Field(
+        description="A local text file under data/sources/; its paragraphs are the passages the tasks start from."
+    )
     temperature: float = Field(ge=0, description="Sampling temperature of the writer.")
     max_new_tokens: int = Field(ge=64, description="Most tokens of one written task.")
     max_requests: int = Field(ge=1, description="Give up after this many requests in a split.")
@@ -109,8 +147,10 @@ class TasksParams(Section):
     n_test: int = Field(ge=1, le=1_000, description="Test tasks to generate (procedural or llm; procedural capacity 1,000).")
     n_val: int = Field(ge=0, le=2_000, description=VAL_DESCRIPTION)
     families: list[str] | None = Field(description="Restrict generation to these families; null means all.")
-    colbench_train: Path | None = Field(description="Official backend train JSONL, for source 'colbench'.")
-    colbench_test: Path | None = Field(description="Official backend test JSONL, for source 'colbench'.")
+    colbench_train: SourceFile | None = Field(
+        description="Official backend train JSONL under data/sources/, for source 'colbench'."
+    )
+    colbench_test: SourceFile | None = Field(description="Official backend test JSONL under data/sources/, for source 'colbench'.")
     colbench_test_rows: int = Field(
         ge=1, description="Use the first N rows of the test file (the official test set is the first 1,000)."
     )
@@ -289,8 +329,8 @@ class TrainingParams(Section):
     )
     gradient_checkpointing: bool = Field(description="Recompute activations to save memory (large models).")
     lora: LoraParams | None = Field(description="Train LoRA adapters instead of all weights (large models); null: all weights.")
-    accelerate_config: str | None = Field(
-        description="An accelerate config file (DeepSpeed ZeRO-3, FSDP: configs/accelerate/) for `accelerate launch` on "
+    accelerate_config: AccelerateConfig | None = Field(
+        description="An accelerate config file under configs/accelerate/ (DeepSpeed ZeRO-3, FSDP) for `accelerate launch` on "
         "GPUs; the stage relaunches itself under it, with `processes` processes. Null: one process."
     )
     processes: int | None = Field(
@@ -324,9 +364,10 @@ class TrainerParams(Section):
 class ModelParams(TrainerParams):
     """The base policy (stage `base_model`): the embedded tiny model, or a local checkpoint."""
 
-    base: str = Field(
+    base: Annotated[str, EXTERNAL_MODELS] = Field(
         description="'tiny': build a tokenizer and a small Llama here and warm-start it by SFT on demonstrations; "
-        "otherwise the path of a local Hugging Face checkpoint (e.g. Llama-3.1-8B-Instruct), used as is."
+        "otherwise the path of a local Hugging Face checkpoint under models/external/ (e.g. Llama-3.1-8B-Instruct, "
+        "copied or linked there), used as is."
     )
     vocab_size: int = Field(ge=64, description="Tiny: byte-level BPE vocabulary size.")
     pre_tokenizer: Literal["digits", "lines"] = Field(
@@ -341,6 +382,12 @@ class ModelParams(TrainerParams):
     layers: int = Field(ge=1, description="Tiny: transformer blocks.")
     heads: int = Field(ge=1, description="Tiny: attention heads.")
     max_length: int = Field(ge=64, description="Tiny: context length; longer SFT examples are cut.")
+
+    @model_validator(mode="after")
+    def _base_is_tiny_or_external(self) -> ModelParams:
+        if self.base != "tiny":
+            EXTERNAL_MODELS(Path(self.base))
+        return self
 
 
 class PreferenceParams(Section):
@@ -476,9 +523,6 @@ class RolloutParams(Section):
     seed: int = Field(description="Seed of the episodes' sampling.")
 
 
-OFFLINE_DIR = Path("data/offline")  # where imported trajectory files live: the rollout stage depends on it
-
-
 class OfflineDataParams(RolloutParams):
     """Offline data of SWEET-RL step 1 (stage `rollout@<domain>`): the base policy's own trajectories,
     or trajectories made elsewhere (the official offline data set), imported."""
@@ -488,7 +532,7 @@ class OfflineDataParams(RolloutParams):
         "(the paper's step 1); 'import': read the trajectories of `import_file` instead (backend only; `agent`, "
         "`samples_per_task` and `seed` are then unused)."
     )
-    import_file: Path | None = Field(
+    import_file: OfflineFile | None = Field(
         description="Source 'import': a JSONL of trajectories in ColBench's official shape (task, dialogue_history, "
         "answer, reward; the official offline data, or `sweetflow export-trajectories` output), under data/offline/, "
         "the stage's declared dependency, so that DVC reruns it when the file changes. A line's task is matched by "
@@ -506,14 +550,6 @@ class OfflineDataParams(RolloutParams):
             raise ValueError("source 'import' needs import_file (a JSONL of trajectories under data/offline/)")
         if self.source == "policy" and self.import_file is not None:
             raise ValueError("import_file is read only with source 'import'; set `import_file: null`")
-        if self.import_file is not None and (
-            self.import_file.is_absolute() or ".." in self.import_file.parts
-            or not self.import_file.is_relative_to(OFFLINE_DIR) or self.import_file == OFFLINE_DIR
-        ):  # fmt: skip
-            raise ValueError(
-                f"import_file must lie under {OFFLINE_DIR}/ (the stage's declared dependency; copy or `dvc add` the "
-                f"file there), got {str(self.import_file)!r}"
-            )
         return self
 
 
@@ -584,8 +620,9 @@ class SimilarityParams(Section):
         description="'pixels': an offline perceptual similarity needing no weights (not comparable with the paper's "
         "numbers); 'clip': cosine similarity of CLIP image embeddings (paper: ViT-B/32), from `clip_checkpoint`."
     )
-    clip_checkpoint: Path | None = Field(
-        description="Metric 'clip': directory of a local CLIP checkpoint (model and image processor); nothing is downloaded."
+    clip_checkpoint: ClipModel | None = Field(
+        description="Metric 'clip': directory of a local CLIP checkpoint (model and image processor) under models/clip/; "
+        "nothing is downloaded."
     )
     batch_size: int = Field(ge=1, description="Metric 'clip': images embedded per forward pass.")
 
@@ -615,8 +652,12 @@ class FrontendTasksParams(Section):
     )  # fmt: skip
     n_test: int = Field(ge=1, le=500, description="Test tasks to generate (procedural capacity 500; ColBench's test set has 500).")
     n_val: int = Field(ge=0, le=2_000, description=VAL_DESCRIPTION)
-    colbench_train: Path | None = Field(description="Official frontend train JSONL, for source 'colbench'.")
-    colbench_test: Path | None = Field(description="Official frontend test JSONL, for source 'colbench'.")
+    colbench_train: SourceFile | None = Field(
+        description="Official frontend train JSONL under data/sources/, for source 'colbench'."
+    )
+    colbench_test: SourceFile | None = Field(
+        description="Official frontend test JSONL under data/sources/, for source 'colbench'."
+    )
     colbench_test_rows: int = Field(ge=1, description="Use the first N rows of the test file (the official test set is 500).")
 
     @model_validator(mode="after")
@@ -734,6 +775,13 @@ class Params(Section):
         for where, name in used + [("evaluate.methods", m) for m in self.evaluate.methods]:
             if name not in self.agents:
                 raise ValueError(f"{where}: no agent named {name!r}; defined agents: {sorted(self.agents)}")
+        for name in self.evaluate.methods:
+            if self.agents[name].backend in ("transformers", "served"):
+                raise ValueError(
+                    f"evaluate.methods: agent {name!r} samples from a checkpoint, which stage evaluate@<domain>-{name} "
+                    "does not depend on; checkpoints are evaluated by evaluate_base (the base model) and "
+                    "evaluate_policy (each trained policy), which do"
+                )
         for name, policy in self.policies.items():
             if policy.critic and policy.critic not in self.critics:
                 raise ValueError(f"policies.{name}.critic: no critic named {policy.critic!r}; defined: {sorted(self.critics)}")

@@ -66,8 +66,9 @@ def launch(
 ) -> list[str]:  # fmt: skip
     """Queue every configuration of every policy (name → method), each on `overlay` (`-S` arguments);
     returns the experiment names. Not `queued`: run them one after another in the workspace instead,
-    without a temporary copy of the project each; the workspace's lock then holds every stage the
-    tuning ran, and `dvc exp apply` of the last experiment gives the final run all of them."""
+    without a temporary copy of the project each. Either way every stage a configuration ran goes to
+    DVC's run cache (the queue's temporary copies share the workspace's cache), so the final run with
+    the chosen configurations restores their policies and validations instead of training them again."""
     names = []
     for policy, method in policies.items():
         for config in configurations(method, nll):

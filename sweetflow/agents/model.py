@@ -27,7 +27,7 @@ def open_model_agent(params: ModelAgentParams) -> Iterator[Agent]:
         yield TransformersAgent(params)
     elif params.backend == "served":
         with serve(params.server, params.checkpoint) as server:
-            yield OpenAIAgent(through(params, server.base_url, server.model))
+            yield OpenAIAgent(through(params, server.base_url, server.model), record=False)
     elif params.backend == "openai":
         yield OpenAIAgent(params)
     else:

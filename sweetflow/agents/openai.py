@@ -13,9 +13,9 @@ from sweetflow.views import policy_chat
 
 
 class OpenAIAgent:
-    def __init__(self, params: OpenAIAgentParams):
+    def __init__(self, params: OpenAIAgentParams, record: bool = True):
         self.params = params
-        self.client = ChatClient(params.endpoint)
+        self.client = ChatClient(params.endpoint, record)
 
     def _one(self, view: EpisodeView) -> AgentTurn | Exception:
         chat = policy_chat(view)

@@ -187,7 +187,7 @@ def _wait_until_ready(proc: subprocess.Popen, server: Server, timeout: float, lo
     probe = EndpointParams(base_url=server.base_url, model=server.model, api_key_env="",
                            timeout_s=max(deadline - time.monotonic(), 5.0), max_retries=0, concurrency=1)  # fmt: skip
     try:
-        ChatClient(probe).complete([{"role": "user", "content": "ready?"}], temperature=0.0, max_tokens=1)
+        ChatClient(probe, record=False).complete([{"role": "user", "content": "ready?"}], temperature=0.0, max_tokens=1)
     except EndpointError as e:
         raise ServerError(
             f"`{shown}` is up but does not serve model {server.model!r} (server.model in params): {e}\n"

@@ -51,22 +51,29 @@ def test_checkpoint_loads_and_generates_offline(checkpoint, tmp_path):
 
 
 def test_local_checkpoint_is_adopted_as_is(corpus, checkpoint, tmp_path, monkeypatch):
-    monkeypatch.chdir(write_inputs(tmp_path, corpus, {"base": str(checkpoint)}))
+    base = "models/external/tiny-chat"  # where params.yaml allows a checkpoint made elsewhere: a dependency
+    monkeypatch.chdir(write_inputs(tmp_path, corpus, {"base": base}))
+    (tmp_path / "models/external").mkdir(parents=True)
+    (tmp_path / base).symlink_to(checkpoint)  # linked there, as the README says a large checkpoint may be
     monkeypatch.setattr(sys, "argv", ["base_model", "backend"])
     base_model.main()
     adopted = tmp_path / "models/backend/base"
     for name in ("config.json", "model.safetensors", "tokenizer.json"):
         assert os.path.samefile(adopted / name, checkpoint / name)  # hard-linked: big weights are not copied
-    assert read_manifest(adopted)["inputs"] == {checkpoint.as_posix(): content_hash(checkpoint)}
+    assert read_manifest(adopted)["inputs"] == {base: content_hash(checkpoint)}
     assert read_manifest(checkpoint)["stage"] == "base_model@backend"  # the source's own manifest is untouched
     metrics = json.loads((tmp_path / "reports/backend/stages/base_model/metrics.json").read_text())
-    assert metrics == {"base": str(checkpoint), "files": "hardlink", "trained": False}
+    assert metrics == {"base": base, "files": "hardlink", "trained": False}
 
 
-def test_hub_id_without_local_files_is_an_input_error(corpus, tmp_path, monkeypatch):
+def test_hub_id_is_refused_and_a_missing_directory_is_an_input_error(corpus, tmp_path, monkeypatch):
     hub_id = "meta-llama/Llama-3.1-8B-Instruct"
     monkeypatch.chdir(write_inputs(tmp_path, corpus, {"base": hub_id}))
     monkeypatch.setattr(sys, "argv", ["base_model", "backend"])
-    with pytest.raises(InputError, match=f"model.base: '{hub_id}' is neither 'tiny' nor a local directory"):
+    with pytest.raises(InputError, match="backend.model.base: .*must lie under models/external/"):
         base_model.main()
-    assert not (tmp_path / "models").exists()
+    missing = "models/external/Llama-3.1-8B-Instruct"
+    monkeypatch.chdir(write_inputs(tmp_path / "missing", corpus, {"base": missing}))
+    with pytest.raises(InputError, match=f"model.base: '{missing}' is neither 'tiny' nor a local directory"):
+        base_model.main()
+    assert not (tmp_path / "models").exists() and not (tmp_path / "missing/models").exists()

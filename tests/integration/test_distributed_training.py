@@ -24,16 +24,7 @@ from sweetflow.rl.sft import demo_chats, encode_chats
 from tests.support.chat_templates import stock_checkpoint
 from tests.support.project import ROOT, tool_env
 
-CPU_CONFIG = """\
-compute_environment: LOCAL_MACHINE
-distributed_type: MULTI_GPU
-mixed_precision: 'no'
-use_cpu: false
-num_machines: 1
-machine_rank: 0
-rdzv_backend: static
-same_network: true
-"""
+CPU_CONFIG = "configs/accelerate/cpu2.yaml"  # two gloo processes on the CPUs
 MAX_LENGTH = 3072  # the stock checkpoint's context
 TRAINER = {"seed": 0, "epochs": 2, "learning_rate": 5e-3, "batch_size": 8}
 LORA = {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}
@@ -60,7 +51,6 @@ def inputs(corpus, tmp_path_factory):
     torch.set_num_threads(1)
     reference = reference_segment_logps(model, sequences, 8, pad_id(tok))
     torch.save({"examples": examples, "pairs": data, "reference": reference}, root / "data.pt")
-    (root / "cpu2.yaml").write_text(CPU_CONFIG)
     return root
 
 
@@ -94,7 +84,7 @@ def run(inputs, name: str, engine: dict, env: dict | None = None) -> dict:
 def test_two_processes_learn_what_one_accumulating_process_learns(inputs, engine, env):
     name = "lora" if engine.get("lora") else "full"
     one = run(inputs, f"{name}-one", {**engine, "processes": None, "micro_batch_size": 4})
-    two = run(inputs, f"{name}-two", {**engine, "micro_batch_size": 4, "accelerate_config": str(inputs / "cpu2.yaml")},
+    two = run(inputs, f"{name}-two", {**engine, "micro_batch_size": 4, "accelerate_config": CPU_CONFIG},
               {**env, "ACCELERATE_USE_CPU": "1"})  # fmt: skip
     for kind in ("sft", "preference"):
         a, b = one[kind], two[kind]
@@ -119,7 +109,7 @@ def base_weights(inputs) -> dict:
 def test_launch_without_gpus_or_a_process_count_is_refused(inputs):
     spec = {"checkpoint": str(inputs / "model"), "data": str(inputs / "data.pt"), "out": str(inputs / "refused"),
             "trainer": TRAINER, "engine": {"threads": 1, "precision": "fp32", "group_by_length": True,
-            "gradient_checkpointing": False, "lora": None, "accelerate_config": str(inputs / "cpu2.yaml"),
+            "gradient_checkpointing": False, "lora": None, "accelerate_config": CPU_CONFIG,
             "processes": None, "micro_batch_size": None}}  # fmt: skip
     (inputs / "refused.json").write_text(json.dumps(spec))
     env = {k: v for k, v in tool_env().items() if k != "SLURM_GPUS_ON_NODE"}

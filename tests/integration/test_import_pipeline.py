@@ -23,7 +23,8 @@ PARAMS = {
     "train_domains": ["backend"],
     "backend": {
         **SMALL_PARAMS["backend"],
-        "tasks": {"source": "colbench", "colbench_train": "colbench/train.jsonl", "colbench_test": "colbench/test.jsonl",
+        "tasks": {"source": "colbench", "colbench_train": "data/sources/train.jsonl",
+                  "colbench_test": "data/sources/test.jsonl",
                   "colbench_test_rows": len(TEST_ROWS), "n_val": N_VAL, "seed": 0},
     },
     "rollout": {"source": "import", "import_file": OFFLINE, "import_reward": "sandbox", "max_tasks": None},
@@ -36,14 +37,13 @@ TARGETS = ["policy@backend-sweet", "policy@backend-rft", "policy@backend-mtdpo",
 def test_the_chain_trains_on_imported_trajectories_and_the_file_is_a_dependency(tmp_path, monkeypatch):
     # The base model has a stock chat template without generation blocks, in Mistral's format (the
     # system prompt moved into the last user turn): the critics and policies find the agent's turns.
-    base = stock_checkpoint(tmp_path / "mistral-style", "mistral")
-    project = make_project(tmp_path / "project", merge(PARAMS, {"backend": {"model": {"base": str(base)}}}))
-    (project / "colbench").mkdir()
-    (project / "colbench/train.jsonl").write_text("\n".join(TRAIN_ROWS) + "\n")
-    (project / "colbench/test.jsonl").write_text("\n".join(TEST_ROWS) + "\n")
+    project = make_project(tmp_path / "project", merge(PARAMS, {"backend": {"model": {"base": "models/external/mistral-style"}}}))
+    stock_checkpoint(project / "models/external/mistral-style", "mistral")
+    (project / "data/sources/train.jsonl").write_text("\n".join(TRAIN_ROWS) + "\n")
+    (project / "data/sources/test.jsonl").write_text("\n".join(TEST_ROWS) + "\n")
     # Two samples of every task of the train file, validation tasks included: the reference itself
     # (the file says 1.0) and a wrong answer (the file says 1.0 too: the sandbox scores it again).
-    tasks = read_backend_jsonl(project / "colbench/train.jsonl")
+    tasks = read_backend_jsonl(project / "data/sources/train.jsonl")
     wrong = "def f(*args, **kwargs):\n    return None"
     lines = [official_line(t, t["ground_truth"], 1.0) for t in tasks] + [official_line(t, wrong, 1.0) for t in tasks]
     (project / OFFLINE).write_text("".join(json.dumps(line) + "\n" for line in lines))

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from sweetflow.artifacts import content_hash, read_manifest, read_run_record
 from sweetflow.cli import main
@@ -384,3 +386,82 @@ def test_view_builds_a_site_of_any_trajectories_file(repro_project: Path, tmp_pa
         assert page.inner_text("#count").startswith(f"{rollout.height} of {rollout.height} dialogues")
         assert page.eval_on_selector_all("details.dialogue", "ds => [...new Set(ds.map(d => d.dataset.method))]") == ["rollout"]
     assert problems == []
+
+
+# --- DVC's run cache: a configuration run once is restored, never retrained -------------------------
+
+RFT_READERS = ("policy@backend-rft", "policy@frontend-rft", "evaluate_policy@backend-rft", "report")
+
+
+def set_rft_learning_rate(project: Path, value: float) -> None:
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["policies"]["rft"]["learning_rate"] = value
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def ran(output: str) -> list[str]:
+    return re.findall(r"Running stage '([^']+)'", output)
+
+
+def restored(output: str) -> list[str]:
+    return re.findall(r"Stage '([^']+)' is cached - skipping run, checking out outputs", output)
+
+
+def outputs_of(project: Path, stages: tuple[str, ...]) -> dict[str, str]:
+    by_name = {s.name: s for s in load_stages(project)}
+    return {out: content_hash(project / out) for name in stages for out in by_name[name].outs if (project / out).exists()}
+
+
+@pytest.fixture(scope="module")
+def two_configurations(repro_project: Path, tmp_path_factory) -> tuple[Path, float, str]:
+    """The reproduced project after A → B (RFT's learning rate changed) → A, committed at A; the
+    seconds B took and its params.yaml text."""
+    project = copy_of(repro_project, tmp_path_factory.mktemp("run-cache") / "project")
+    a = yaml.safe_load((project / "params.yaml").read_text())["policies"]["rft"]["learning_rate"]
+    set_rft_learning_rate(project, a * 2)
+    b_params = (project / "params.yaml").read_text()
+    started = time.monotonic()
+    b = run(["dvc", "repro"], project).stdout
+    b_seconds = time.monotonic() - started
+    assert set(RFT_READERS) <= set(ran(b))
+    set_rft_learning_rate(project, a)
+    return project, b_seconds, b_params
+
+
+def test_switching_a_parameter_back_restores_its_outputs_from_the_run_cache(two_configurations, repro_project):
+    """A → B → A: the second A runs nothing; every output of the stages B reran is A's again."""
+    project, b_seconds, _ = two_configurations
+    started = time.monotonic()
+    again = run(["dvc", "repro"], project).stdout
+    seconds = time.monotonic() - started
+    assert ran(again) == [] and set(RFT_READERS) <= set(restored(again))
+    assert outputs_of(project, RFT_READERS) == outputs_of(repro_project, RFT_READERS)
+    assert status(project) == {}
+    assert seconds < b_seconds, (seconds, b_seconds)  # restoring costs less than training; figures in the notes
+
+
+def test_dvc_exp_run_of_a_configuration_already_run_restores_it(two_configurations, tmp_path):
+    project = copy_of(two_configurations[0], tmp_path / "exp")
+    run(["dvc", "repro"], project)  # back at A
+    run(["git", "add", "-A"], project)
+    run(["git", "commit", "-qm", "A"], project)
+    learning_rate = yaml.safe_load(two_configurations[2])["policies"]["rft"]["learning_rate"]
+    exp = run(["dvc", "exp", "run", "-S", f"policies.rft.learning_rate={learning_rate}"], project).stdout
+    assert ran(exp) == [] and set(RFT_READERS) <= set(restored(exp))
+
+
+def test_a_teammate_pulls_the_run_cache_and_restores_a_configuration_without_training(two_configurations, tmp_path):
+    origin = copy_of(two_configurations[0], tmp_path / "origin")
+    run(["dvc", "repro"], origin)  # back at A
+    run(["dvc", "remote", "add", "-d", "shared", str(tmp_path / "remote")], origin)
+    run(["git", "add", "-A"], origin)
+    run(["git", "commit", "-qm", "A, and the team's remote"], origin)
+    run(["dvc", "push", "-q", "--run-cache"], origin)
+
+    clone = tmp_path / "teammate"
+    run(["git", "clone", "-q", str(origin), str(clone)], tmp_path)
+    run(["dvc", "pull", "-q", "--run-cache"], clone)
+    (clone / "params.yaml").write_text(two_configurations[2])  # B, which only the origin ever ran
+    b = run(["dvc", "repro"], clone).stdout
+    assert ran(b) == [] and set(RFT_READERS) <= set(restored(b))
+    assert status(clone) == {}

@@ -62,9 +62,9 @@ def served_project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("served")
     # A checkpoint whose chat template has no generation blocks, in Llama 3's format: the server renders
     # its prompts with that template, and the policy's training finds the agent's turns without blocks.
-    base = stock_checkpoint(root / "llama3-style", "llama3")
-    params = merge(SMALL_PARAMS, {"train_domains": ["backend"], "backend": {"model": {"base": str(base)}}})
+    params = merge(SMALL_PARAMS, {"train_domains": ["backend"], "backend": {"model": {"base": "models/external/llama3-style"}}})
     project = make_project(root / "project", params)
+    stock_checkpoint(project / "models/external/llama3-style", "llama3")
     edit_params(project, small_served)
     run(["git", "commit", "-qam", "served evaluation and candidates"], project)
     run(["dvc", "repro", "--quiet", *TARGETS], project, timeout=900)
@@ -125,6 +125,7 @@ def test_an_agent_of_agents_is_served_from_the_base_model_by_the_evaluate_stage(
     record = manifest["served"]["agents.served_base"]
     assert record["checkpoint"] == record["model"] == "models/backend/base"
     assert record["checkpoint_hash"] == manifest["inputs"]["models/backend/base"]
+    assert "endpoints" not in manifest  # its own server is recorded by the checkpoint it served, not by its port
     frame = pl.read_parquet(project / "data/backend/evaluations/served_base/trajectories.parquet")
     assert frame.height == N_TEST and frame["failure"].is_null().all()
     assert left_running(project) == []

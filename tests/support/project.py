@@ -12,8 +12,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "tests" / "data" / "colbench-sample"  # real ColBench rows; see its README
+# Besides the code: the directories that files named in params must lie in (sweetflow.params.InputDir).
 PROJECT_FILES = ("dvc.yaml", "params.yaml", "Snakefile", "pyproject.toml", ".dvcignore", "stages", "sweetflow", "workflow",
-                 "data/offline")
+                 "data/offline", "data/sources", "models/external", "models/clip", "configs/accelerate")
 TAILWIND = ROOT / "vendor/tailwindcss-2.2.19/tailwind.min.css"  # scripts/setup.sh fetches it
 # A model small enough to train and sample in seconds; the pipeline's wiring is what is tested.
 # The context holds a whole dialogue with the critic's reference at this small vocabulary.

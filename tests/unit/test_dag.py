@@ -1,14 +1,20 @@
-"""The DAG's code dependencies: every stage depends on every file of the project whose code it runs."""
+"""The DAG's dependencies: every stage depends on every file of the project whose code it runs, and on
+every file that params name for it."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 from pathlib import Path
+from types import UnionType
+from typing import Annotated, Iterator, Union, get_args, get_origin
 
 import pytest
+from pydantic import BaseModel
 
 from sweetflow.dag import code_closure, load_stages, snakemake_inputs, stage_resources, uncovered_code
+from sweetflow.params import InputDir, Params, ParamsError, load_params
 from tests.support.project import ROOT
 
 STAGES = load_stages(ROOT)
@@ -125,3 +131,74 @@ def test_snakemake_sees_a_file_inside_another_stages_output_as_that_output():
     demos = next(s for s in STAGES if s.name == "demos@backend")
     inputs = snakemake_inputs(demos, produced)
     assert "data/backend/tasks" in inputs and "data/backend/tasks/train.parquet" not in inputs
+
+
+# --- every file that params name is a dependency of each stage that reads it ----------------------
+
+# Path fields that name no data: a program the stage runs, and an asset whose bytes are pinned.
+NOT_DATA_PATHS = {
+    "chromium": "the renderer's executable: a tool, like Python itself",
+    "tailwind_css": "tailwindcss@2.2.19, checked against its sha256 by scripts/setup.sh: its bytes never change",
+}
+
+
+def path_fields(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, str, InputDir | None]]:
+    """(key, field name, the InputDir it must lie under) for every field of the params tree that names a path."""
+    for name, info in model.model_fields.items():
+        key = f"{prefix}{name}"
+        annotation = info.annotation
+        options = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+        where = next((m for m in info.metadata if isinstance(m, InputDir)), None)
+        for option in options:
+            where = where or next((m for m in getattr(option, "__metadata__", ()) if isinstance(m, InputDir)), None)
+            inner = get_args(option)[0] if get_origin(option) is Annotated else option
+            if inner is Path or where is not None:
+                yield key, name, where
+                break
+            if get_origin(option) is dict:
+                option = get_args(option)[1]
+            for sub in get_args(option) or (option,):
+                sub = get_args(sub)[0] if get_origin(sub) is Annotated else sub
+                if isinstance(sub, type) and issubclass(sub, BaseModel):
+                    yield from path_fields(sub, f"{key}.*." if get_origin(info.annotation) is dict else f"{key}.")
+
+
+def reads(stage_params: list[str], key: str) -> bool:
+    """Whether a stage that declares these params sections reads the params key (`*` stands for any name)."""
+    parts = key.split(".")
+    for section in stage_params:
+        head = section.split(".")
+        if len(head) <= len(parts) and all(p in ("*", h) for h, p in zip(head, parts)):
+            return True
+    return False
+
+
+def test_every_file_named_in_params_is_a_dependency_of_each_stage_that_reads_it():
+    fields = list(path_fields(Params))
+    undeclared = [key for key, name, where in fields if where is None and name not in NOT_DATA_PATHS]
+    assert undeclared == [], "a params path with no InputDir: DVC would not see the file it names change"
+    keys = {key for key, _, where in fields if where is not None}
+    assert {"backend.tasks.colbench_test", "frontend.tasks.colbench_train", "backend.model.base",
+            "rollout.import_file", "training.accelerate_config", "frontend.scoring.similarity.clip_checkpoint"} <= keys
+    checked = 0
+    for stage in load_stages(ROOT):
+        declared = list(json.loads(stage.params))
+        for key, _, where in fields:
+            if where is not None and reads(declared, key):
+                checked += 1
+                assert any(where.path.is_relative_to(dep) for dep in stage.deps), (stage.name, key, str(where.path))
+    assert checked > 10
+
+
+def test_a_params_path_outside_its_directory_is_refused(tmp_path):
+    text = (ROOT / "params.yaml").read_text().replace("colbench_test: null", "colbench_test: /data/test.jsonl", 1)
+    (tmp_path / "params.yaml").write_text(text)
+    with pytest.raises(ParamsError, match=r"backend\.tasks\.colbench_test: .*must lie under data/sources/"):
+        load_params(tmp_path / "params.yaml")
+
+
+def test_evaluate_refuses_an_agent_that_reads_a_checkpoint_it_does_not_depend_on(tmp_path):
+    text = (ROOT / "params.yaml").read_text().replace("methods: [expert, no_ask]", "methods: [expert, served_base]")
+    (tmp_path / "params.yaml").write_text(text)
+    with pytest.raises(ParamsError, match="agent 'served_base' samples from a checkpoint"):
+        load_params(tmp_path / "params.yaml")

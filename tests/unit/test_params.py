@@ -111,7 +111,7 @@ def test_colbench_source_needs_its_file(tmp_path):
 
 @pytest.mark.parametrize("domain", ["backend", "frontend"])
 def test_a_test_seed_needs_procedural_tasks(tmp_path, domain):
-    tasks = {"source": "colbench", "colbench_test": "y.jsonl", "test_seed": 1}
+    tasks = {"source": "colbench", "colbench_test": "data/sources/y.jsonl", "test_seed": 1}
     with pytest.raises(ParamsError, match=f"{domain}.tasks.*test_seed draws procedural test tasks"):
         load_params(write(tmp_path, {domain: {"tasks": tasks}}))
 
@@ -221,7 +221,7 @@ def test_the_cli_prints_any_unknown_key_as_text(tmp_path, capsys, key):
     ],
 )
 def test_auto_scoring_rules_follow_colbench_only_for_its_tasks(source, answer_filter, namespace, expected):
-    changes = {"tasks": {"source": source, "colbench_train": "x.jsonl", "colbench_test": "y.jsonl"},
+    changes = {"tasks": {"source": source, "colbench_train": "data/sources/x.jsonl", "colbench_test": "data/sources/y.jsonl"},
                "scoring": {"answer_filter": answer_filter, "namespace": namespace}}  # fmt: skip
     assert params_with({"backend": changes}).backend.scoring_rules() == expected
 
@@ -268,12 +268,12 @@ IMPORT = {"source": "import", "import_file": "data/offline/t.jsonl", "import_rew
     [
         ({"rollout": {**IMPORT, "import_file": None}}, "source 'import' needs import_file"),
         ({"rollout": {"import_file": "data/offline/t.jsonl"}}, "import_file is read only with source 'import'"),
-        ({"rollout": {**IMPORT, "import_file": "/data/t.jsonl"}}, "import_file must lie under data/offline/"),
-        ({"rollout": {**IMPORT, "import_file": "data/offline/../t.jsonl"}}, "import_file must lie under data/offline/"),
-        ({"rollout": {**IMPORT, "import_file": "data/offline"}}, "import_file must lie under data/offline/"),
+        ({"rollout": {**IMPORT, "import_file": "/data/t.jsonl"}}, r"import_file: .*must lie under data/offline/"),
+        ({"rollout": {**IMPORT, "import_file": "data/offline/../t.jsonl"}}, r"import_file: .*must lie under data/offline/"),
+        ({"rollout": {**IMPORT, "import_file": "data/offline"}}, r"import_file: .*must lie under data/offline/"),
         ({"rollout": IMPORT, "train_domains": ["backend", "frontend"], "frontend": {"tasks": {"n_train": 4, "n_val": 2}}},
          "rollout.source 'import' reads backend trajectories; train_domains has 'frontend'"),
-        ({"rollout": IMPORT, "backend": {"tasks": {"source": "colbench", "colbench_test": "y.jsonl"}}},
+        ({"rollout": IMPORT, "backend": {"tasks": {"source": "colbench", "colbench_test": "data/sources/y.jsonl"}}},
          "backend.tasks.colbench_train is null"),
     ],
 )  # fmt: skip
@@ -283,6 +283,6 @@ def test_an_import_names_what_it_lacks(tmp_path, changes, problem):
 
 
 def test_an_import_of_a_file_under_data_offline_is_valid():
-    changes = {"tasks": {"source": "colbench", "colbench_train": "x.jsonl", "colbench_test": "y.jsonl"}}
+    changes = {"tasks": {"source": "colbench", "colbench_train": "data/sources/x.jsonl", "colbench_test": "data/sources/y.jsonl"}}
     params = params_with({"rollout": IMPORT, "backend": changes})
     assert params.rollout.source == "import" and params.rollout.import_file == Path("data/offline/t.jsonl")

@@ -99,11 +99,14 @@ def tiny_clip(tmp_path_factory):
     return path
 
 
-def test_clip_from_a_local_checkpoint_batched(tiny_clip, monkeypatch):
+def test_clip_from_a_local_checkpoint_batched(tiny_clip, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)  # params allow a CLIP checkpoint under models/clip/ only: a declared dependency
+    (tmp_path / "models/clip").mkdir(parents=True)
+    (tmp_path / "models/clip/tiny").symlink_to(tiny_clip)
     rng = np.random.default_rng(0)
     pngs = [png(rng.integers(0, 256, (40 + 7 * i, 64, 3), dtype=np.uint8)) for i in range(5)]
-    similarity = Similarity(similarity_params(metric="clip", clip_checkpoint=tiny_clip, batch_size=2))
+    similarity = Similarity(similarity_params(metric="clip", clip_checkpoint="models/clip/tiny", batch_size=2))
     assert similarity(pngs, pngs) == pytest.approx([1.0] * 5, abs=1e-5)
     shifted = similarity(pngs[1:] + [None], pngs)
     assert all(-1.0 <= s <= 1.0 for s in shifted) and shifted[-1] == 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -51,8 +52,10 @@ def test_passages_are_paragraphs_of_the_corpus(tmp_path):
     assert len(passages) == 2 and passages[0].startswith("short.")
 
 
-def test_real_endpoint_tasks_are_validated_and_rejections_counted(openai_server, tmp_path):
-    corpus = tmp_path / "corpus.txt"
+def test_real_endpoint_tasks_are_validated_and_rejections_counted(openai_server, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # params allow a corpus under data/sources/ only: the tasks stage's dependency
+    corpus = Path("data/sources/corpus.txt")
+    corpus.parent.mkdir(parents=True)
     corpus.write_text("The library lends books and DVDs; late returns pay a fine per day.\n\n" * 3)
     params = LlmTasksParams(
         endpoint=endpoint_params(base_url=openai_server.base_url, model=openai_server.model_name, concurrency=2),
@@ -84,7 +87,9 @@ def test_references_that_fail_in_the_sandbox_are_rejected(tmp_path, monkeypatch)
             return type("Completion", (), {"text": next(replies)})()
 
     monkeypatch.setattr("sweetflow.backend.tasks.llm.ChatClient", Writer)
-    corpus = tmp_path / "c.txt"
+    monkeypatch.chdir(tmp_path)
+    corpus = Path("data/sources/c.txt")
+    corpus.parent.mkdir(parents=True)
     corpus.write_text("passage " * 40)
     params = LlmTasksParams(
         endpoint=endpoint_params(base_url="http://127.0.0.1:9/v1", concurrency=1), corpus=corpus, temperature=0.8,
