@@ -35,3 +35,12 @@ def _one_thread():
     import torch
 
     torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def _no_endpoint_answers_from_earlier_tests():
+    """A stage runs in a process of its own, and its manifest records what every endpoint the process
+    asked answered; a test is such a process for what it calls, not for the tests before it."""
+    from sweetflow import artifacts
+
+    artifacts._ANSWERED.clear()
