@@ -10,6 +10,7 @@ from sweetflow.artifacts import read_manifest
 from sweetflow.backend.scoring import ReferenceCheck
 from sweetflow.errors import InputError
 from sweetflow.params import SandboxParams, ScoringRules
+from sweetflow.tables import read_parquet
 
 FACT = pl.Struct(
     {"parameter": pl.String, "topic": pl.String, "fact": pl.String, "value": pl.String, "guess": pl.String}
@@ -51,7 +52,7 @@ def read_tasks(path: Path | str, columns: list[str] | None = None) -> pl.DataFra
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: task table not found (run the `tasks` stage first)")
-    df = pl.read_parquet(path, columns=columns)
+    df = read_parquet(path, columns=columns)
     missing = [c for c in (columns or CHECKED_SCHEMA) if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: not a checked task table, missing columns {missing}")

@@ -40,8 +40,10 @@ def make_table(directory: Path, tasks: list[dict], rules: ScoringRules, namespac
     rows = [{**t, "split": "test", "expected": c.expected, "reference_passes": c.reference_passes, "flags": c.flags}
             for t, c in zip(tasks, checks)]  # fmt: skip
     sections = {"backend.tasks": params.tasks.model_copy(update={"source": "colbench"}), "backend.scoring": scoring}
-    with stage_output(directory, "tasks@backend", sections) as out:
-        to_frame(rows, CHECKED_SCHEMA).write_parquet(out.dir / "test.parquet")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(directory.parent)  # the run record goes under reports/ of the working directory
+        with stage_output(directory, "tasks@backend", sections) as out:
+            to_frame(rows, CHECKED_SCHEMA).write_parquet(out.dir / "test.parquet")
     return directory / "test.parquet"
 
 
