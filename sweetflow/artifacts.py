@@ -37,6 +37,7 @@ import psutil
 from pydantic import BaseModel
 
 from sweetflow import paths
+from sweetflow.errors import disk_full, disk_full_error
 
 MANIFEST = "manifest.json"
 # Files in an output directory that are bookkeeping, not data: our manifest (it holds wall times)
@@ -232,6 +233,10 @@ def stage_output(
             "machine": machine(),
             **result.run,
         })  # fmt: skip
+    except Exception as e:
+        if disk_full(e, tmp):  # one line naming the output, not a library's traceback
+            raise disk_full_error(out) from None
+        raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if metrics is not None:

@@ -80,6 +80,7 @@ def _grow(tree: Tree, node, root: Path) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from sweetflow.backend.tasks.table import stored_references
     from sweetflow.params import ScoringRules, load_params
     from sweetflow.scorefile import score_file
 
@@ -93,7 +94,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         update={"metric": args.metric, "clip_checkpoint": args.clip_checkpoint}
     )
     rules = ScoringRules(True, True) if args.rules == "official" else params.backend.scoring_rules()
-    summary = score_file(args.file, args.domain, args.out, sandbox, render, similarity, rules)
+    stored = {}
+    for table in args.tasks:
+        stored.update(stored_references(table, sandbox, rules))
+    summary = score_file(args.file, args.domain, args.out, sandbox, render, similarity, rules, stored)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -201,6 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", choices=["params", "official"], default="params",
                    help="backend: the answer filter and namespace of --params (backend.scoring), or ColBench's "
                         "evaluator's (filter on, code exec'd inside a function)")  # fmt: skip
+    p.add_argument("--tasks", type=Path, action="append", default=[],
+                   help="backend: a checked task table (data/backend/tasks/test.parquet, repeatable); its tasks' "
+                        "references are not run again, their outputs stored when the tasks were made are used")  # fmt: skip
     p.add_argument("--metric", choices=["pixels", "clip"], default="pixels", help="frontend: similarity metric")
     p.add_argument("--clip-checkpoint", type=Path, help="frontend, metric clip: a local CLIP checkpoint directory")
     p.set_defaults(func=cmd_score)

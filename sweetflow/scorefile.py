@@ -2,8 +2,10 @@
 
 Each line is an object with `task` (a ColBench task) and `answer` (the agent's final answer).
 
-Backend: the task has problem_description, ground_truth, test_cases. References run once per
-distinct task (twice, to flag nondeterminism), answers once each, all in the sandbox.
+Backend: the task has problem_description, ground_truth, test_cases. Answers run once each in the
+sandbox. Each distinct task's reference outputs come from a checked task table when one holds the
+task (`stored`: the `tasks` stage ran the reference twice, in the sandbox, when it made the task);
+otherwise the reference runs here, twice, to flag nondeterminism, in a pool of its own.
 
 Frontend: the task has problem_description and ground_truth (an HTML page). The answer's first
 `<html>…</html>` snippet (text around it is ignored) and the ground truth are rendered offline,
@@ -20,7 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from sweetflow.backend.sandbox.pool import Sandbox, SandboxParams
-from sweetflow.backend.scoring import check_references, score_answers, summarize
+from sweetflow.backend.scoring import ReferenceCheck, check_references, score_answers, summarize
 from sweetflow.backend.tasks.colbench import task_from_row
 from sweetflow.errors import InputError
 from sweetflow.inputs import ImportRowError, iter_jsonl
@@ -62,8 +64,11 @@ def score_file(
     render: RenderParams,
     similarity: SimilarityParams,
     rules: ScoringRules = ScoringRules(),
+    stored: dict[str, ReferenceCheck] | None = None,
 ) -> dict:
-    """Score the file's rows: in the sandbox (backend), or rendered and compared (frontend)."""
+    """Score the file's rows: in the sandbox (backend), or rendered and compared (frontend). `stored`:
+    reference checks by task id (`sweetflow.backend.tasks.table.stored_references`), whose tasks'
+    references are not run again."""
     if out is not None:
         check_writable(out)
     if domain == "frontend":
@@ -74,15 +79,20 @@ def score_file(
     if not tasks:
         raise InputError(f"{path}: no rows to score")
     unique = {t["task_id"]: t for t in tasks}
+    checks = {task_id: stored[task_id] for task_id in unique if stored and task_id in stored}
+    unchecked = [t for task_id, t in unique.items() if task_id not in checks]
     # References and answers never share a pool: a child inherits its worker's heap, where the
     # source of earlier jobs lingers, and an answer can read it (tests/unit/backend/test_memory_attack.py).
-    with Sandbox(sandbox) as pool:
-        checks = dict(zip(unique, check_references(list(unique.values()), pool, desc="references", rules=rules)))
+    if unchecked:
+        with Sandbox(sandbox) as pool:
+            ran = check_references(unchecked, pool, desc="references", rules=rules)
+        checks.update(zip((t["task_id"] for t in unchecked), ran))
     with Sandbox(sandbox) as pool:
         expected = [checks[t["task_id"]].expected for t in tasks]
         scores = score_answers(answers, expected, [t["test_cases"] for t in tasks], pool, desc="answers", rules=rules)
     summary = summarize(scores)
     summary["references_flagged"] = dict(Counter(f for c in checks.values() for f in c.flags))
+    summary["references_run"] = len(unchecked)  # the rest came from the task table
     if out is not None:
         rows = pl.DataFrame(
             {

@@ -67,13 +67,26 @@ def dialogues_by_trajectory(trajectories: pl.DataFrame) -> dict[tuple[str, int],
     return {(t, s): d for t, s, d in trajectories.select("task_id", "sample", "dialogue").iter_rows()}
 
 
+def read_parquet(path: Path | str, columns: list[str] | None = None) -> pl.DataFrame:
+    """A table one stage wrote for another; a truncated or corrupt file (or a missing column) is an
+    InputError naming it, in one line."""
+    try:
+        return pl.read_parquet(path, columns=columns)
+    except (pl.exceptions.PolarsError, OSError) as e:
+        problem = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise InputError(
+            f"{path}: cannot be read as a Parquet table ({problem}); `dvc checkout` restores a stage's "
+            "outputs from DVC's cache, or rerun the stage that writes it"
+        ) from None
+
+
 def read_tasks(domain: str, split: str) -> list[dict]:
     """The checked task table of a domain's split, as records, each with its `domain` (which the
     views of its episodes carry)."""
     path = Path(paths.task_table(domain, split))
     if not path.exists():
         raise FileNotFoundError(f"{path}: task table not found (run the `tasks@{domain}` stage first)")
-    return [{**task, "domain": domain} for task in pl.read_parquet(path).to_dicts()]
+    return [{**task, "domain": domain} for task in read_parquet(path).to_dicts()]
 
 
 @dataclass

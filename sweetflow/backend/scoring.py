@@ -40,7 +40,7 @@ def passes_test(expected: str | None, output: str | None) -> bool:
         reference = plaindata.loads(expected)
         if reference is None:
             return False
-        return bool(plaindata.loads(output) == reference)
+        return bool(reference == plaindata.loads(output))  # ColBench: ground_truth_output == test_output
     except COMPARISON_ERRORS:
         return False
 

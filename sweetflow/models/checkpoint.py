@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sweetflow.artifacts import NOT_DATA
@@ -46,7 +47,11 @@ def load_checkpoint(path: Path | str, device: str | torch.device = "cpu"):
         raise FileNotFoundError(f"{path}: not a checkpoint directory (no config.json)")
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     check_template(tokenizer, str(path))
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype="auto").to(device)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype="auto").to(device)
+    except SafetensorError as e:  # a truncated or corrupt weights file: name it, in one line
+        weights = path / "model.safetensors"  # else the shards of a large model
+        raise InputError(f"{weights if weights.exists() else path}: safetensors weights unreadable ({e})") from None
     return model.eval(), tokenizer
 
 

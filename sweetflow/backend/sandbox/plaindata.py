@@ -5,7 +5,14 @@ it into builtin objects it built itself. Python's own `==` then decides a test e
 in-process comparison would for plain values (1 == 1.0, (1, 2) != [1, 2], nan != nan), while an
 object whose `__eq__` always returns True arrives as an `Opaque` that equals nothing.
 
-Standard library only: the sandbox worker imports this module before any agent code runs.
+A subclass of a builtin value type travels as its value, read with the builtin's own methods, so that
+an honest one (a namedtuple, a defaultdict, a str subclass) compares as `==` compares it with the
+builtin, and a lying one (`__eq__` always True) is held to its value. `Counter` and `OrderedDict`,
+whose `==` differs from a dict's (zero counts, order), arrive as themselves, and so do numpy's numeric
+scalars: numpy compares a Python number at the scalar's own precision (16.914 == float16(16.9)).
+
+Standard library only in the sandbox: the worker imports this module before any agent code runs, and
+only the scorer, decoding, imports numpy (for a numpy scalar).
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import decimal
 import fractions
 import json
 import math
-from collections import Counter
+from collections import Counter, OrderedDict
 
 TAG = "__t"
 BIG_INT_BITS = 4096
@@ -68,6 +75,16 @@ _BASE_REDUCERS = (
     (str, lambda x: str.__getitem__(x, slice(None))),
     (bytes, lambda x: bytes.__getitem__(x, slice(None))),
 )
+# Containers, most derived first: a subclass travels as the first of these it derives from, its
+# items read with that base's own methods (never the subclass's `__iter__` or `items`).
+CONTAINERS = (Counter, OrderedDict, dict, list, tuple, set, frozenset)
+MAPPING_TAGS = {Counter: "counter", OrderedDict: "ordereddict", dict: "dict"}
+# numpy's numeric scalars, by dtype name (float64 and bool_ included: their == against another numpy
+# scalar is numpy's). Others (str_, datetime64...) travel as their Python value.
+NUMPY_SCALARS = frozenset(
+    ["bool", "float16", "float32", "float64", "complex64", "complex128"]
+    + [f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)]
+)
 
 
 def encode(value: object, max_depth: int = 64) -> object:
@@ -81,6 +98,13 @@ def _encode(x: object, depth: int, seen: set[int]) -> object:
     t = type(x)
     if x is None or t is bool or t is str:
         return x
+    if t.__module__ == "numpy" and getattr(x, "shape", None) == () and hasattr(x, "item"):
+        name = getattr(getattr(x, "dtype", None), "name", None)
+        item = x.item()
+        if name in NUMPY_SCALARS and type(item).__module__ != "numpy":  # longdouble's item is itself
+            return {TAG: "numpy", "dtype": name, "v": _encode(item, depth, seen)}
+        if type(item).__module__ != "numpy":
+            return _encode(item, depth, seen)  # a 0-d array, a datetime64: their Python value
     if t is int:
         # Beyond json's digit limit (and its quadratic decimal conversion) big ints travel as hex.
         return x if x.bit_length() <= BIG_INT_BITS else {TAG: "int", "v": hex(x)}
@@ -93,15 +117,16 @@ def _encode(x: object, depth: int, seen: set[int]) -> object:
     for base, reduce in _BASE_REDUCERS:
         if isinstance(x, base) and t is not base:
             return _encode(reduce(x), depth, seen)
-    if t in (list, tuple, set, frozenset, dict):
+    base = next((b for b in CONTAINERS if isinstance(x, b)), None)
+    if base is not None:
         if id(x) in seen:
-            return {TAG: "opaque", "type": "recursive " + t.__name__}
+            return {TAG: "opaque", "type": "recursive " + base.__name__}
         seen = seen | {id(x)}
-        if t is dict:
+        if base in MAPPING_TAGS:
             items = [[_encode(k, depth - 1, seen), _encode(v, depth - 1, seen)] for k, v in dict.items(x)]
-            return {TAG: "dict", "v": items}
-        items = [_encode(v, depth - 1, seen) for v in t.__iter__(x)]
-        return items if t is list else {TAG: t.__name__, "v": items}
+            return {TAG: MAPPING_TAGS[base], "v": items}
+        items = [_encode(v, depth - 1, seen) for v in base.__iter__(x)]
+        return items if base is list else {TAG: base.__name__, "v": items}
     if t is complex:
         return {TAG: "complex", "v": [repr(x.real), repr(x.imag)]}
     if t is decimal.Decimal:
@@ -117,8 +142,6 @@ def _encode(x: object, depth: int, seen: set[int]) -> object:
         return {TAG: t.__name__, "v": x.replace(tzinfo=None).isoformat(), "tz": tz}
     if t is _dt.timedelta:
         return {TAG: "timedelta", "v": [x.days, x.seconds, x.microseconds]}
-    if t.__module__ == "numpy" and hasattr(x, "item") and getattr(x, "shape", None) == ():
-        return _encode(x.item(), depth, seen)  # numpy scalars compare like Python numbers
     return {TAG: "opaque", "type": f"{t.__module__}.{t.__qualname__}"}
 
 
@@ -142,10 +165,14 @@ def _decode_tagged(obj: dict) -> object:
         return set(_few_collisions(v))
     if tag == "frozenset":
         return frozenset(_few_collisions(v))
-    if tag == "dict":
+    if tag in ("dict", "counter", "ordereddict"):
         pairs = [(k, val) for k, val in v]
         _few_collisions([k for k, _ in pairs])
-        return dict(pairs)
+        if tag == "counter":
+            counter = Counter()
+            dict.update(counter, pairs)  # the counts as sent, as Counter(mapping) would keep them
+            return counter
+        return OrderedDict(pairs) if tag == "ordereddict" else dict(pairs)
     if tag == "complex":
         return complex(float(v[0]), float(v[1]))
     if tag == "decimal":
@@ -162,9 +189,22 @@ def _decode_tagged(obj: dict) -> object:
         return getattr(_dt, tag).fromisoformat(v).replace(tzinfo=tzinfo)
     if tag == "timedelta":
         return _dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2])
+    if tag == "numpy":
+        return _numpy_scalar(obj.get("dtype"), v)
     if tag == "opaque":
         return Opaque(str(obj.get("type")))
     raise EncodingError(f"unknown tag {tag!r}")
+
+
+def _numpy_scalar(name: object, value: object) -> object:
+    if name not in NUMPY_SCALARS or type(value) not in (bool, int, float, complex):
+        raise EncodingError(f"not a numpy scalar: {name!r}")
+    import numpy  # the scorer's, never the sandbox's: a numpy scalar's == is numpy's
+
+    try:
+        return numpy.dtype(name).type(value)
+    except (OverflowError, TypeError, ValueError) as e:
+        raise EncodingError(f"numpy {name} of {value!r:.40}: {e}") from None
 
 
 def _few_collisions(keys: list) -> list:
