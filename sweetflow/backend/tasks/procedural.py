@@ -18,7 +18,8 @@ from typing import Callable
 
 from tqdm import tqdm
 
-from sweetflow.backend.tasks.families import FAMILIES, FAMILIES_BY_NAME, Family
+from sweetflow.backend.tasks.families import FAMILIES, FAMILIES_BY_NAME
+from sweetflow.backend.tasks.family import Family
 
 N_TESTS = 10
 MAX_INPUT_DRAWS = 120  # random inputs tried when choosing one set of tests
