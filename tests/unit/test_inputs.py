@@ -68,13 +68,15 @@ def test_a_content_id_is_the_kind_and_a_digest_of_the_newline_joined_parts(parts
     assert content_id(kind, *parts) != content_id(kind, "\n".join(parts) + "\n")
 
 
-def test_both_domains_read_an_official_row_through_the_same_row_reader(tmp_path):
+def test_both_domains_read_an_official_row_through_the_same_row_reader():
     """The backend's and the frontend's task_from_row name a bad field alike, and derive their ids from
     the content the same way (official ids must not move: a trajectory line finds its task by them)."""
-    backend_row = {"problem_description": "p", "ground_truth": "def f(x):\n    return x", "test_cases": {"test1": "f(1)"}}
-    frontend_row = {"problem_description": "Bakery: warm.", "ground_truth": "<html><body></body></html>"}
-    assert backend_task(backend_row)["task_id"] == content_id("colbench", "def f(x):\n    return x", "f(1)")
-    assert frontend_task(frontend_row)["task_id"] == content_id("colbench", "Bakery: warm.", "<html><body></body></html>")
+    reference, page = "def f(x):\n    return x", "<html><body></body></html>"
+    backend_row = {"problem_description": "p", "ground_truth": reference, "test_cases": {"test1": "f(1)"}}
+    frontend_row = {"problem_description": "Bakery: warm.", "ground_truth": page}
+    assert backend_task(backend_row)["task_id"] == content_id("colbench", reference, "f(1)")
+    assert frontend_task(frontend_row)["task_id"] == content_id("colbench", "Bakery: warm.", page)
+    blank = r"^in.jsonl: line 7: field 'ground_truth': expected a non-empty string"
     for read, row in ((backend_task, backend_row), (frontend_task, frontend_row)):
-        with pytest.raises(ImportRowError, match=r"^in.jsonl: line 7: field 'ground_truth': expected a non-empty string"):
+        with pytest.raises(ImportRowError, match=blank):
             read({**row, "ground_truth": "  "}, "in.jsonl", 7)
