@@ -104,8 +104,8 @@ def main() -> None:
         if fitted.model is None:  # not the main process
             return
         sections = {f"critics.{name}": p, "training": engine}
-        with stage_output(paths.critic(domain, name), stage.name, sections, [tasks_file, rollout, pairs_file, base],
-                          p.seed) as out:  # fmt: skip
+        inputs = [tasks_file, rollout, pairs_file, base]
+        with stage_output(paths.critic(domain, name), stage.name, sections, inputs, p.seed) as out:
             save_checkpoint(fitted.model, tokenizer, out.dir, state_dict=fitted.state)
             reference = {"keys": keys, "sums": train.ref.sums, "counts": train.ref.counts}
             torch.save(reference, out.dir / "reference_logps.pt")
@@ -125,10 +125,10 @@ def critic_pairs(
     """The pairs of `part` in the critic's view, one segment per agent turn (or one for all), with
     `model`'s log-probs of their sequences as the reference (None: no pair fits); their keys, and how many
     were too long."""
+    scoring = "turns" if p.per_turn else "all"
     data, keys, dropped = trajectory_pair_data(
-        tokenizer, tasks, trajectories, part, p.training_info, "turns" if p.per_turn else "all",
-        context_length(tokenizer, model.config),
-    )  # fmt: skip
+        tokenizer, tasks, trajectories, part, p.training_info, scoring, context_length(tokenizer, model.config)
+    )
     if p.nll_span == "dialogue" and data.sequences:
         data = data.with_context_segment()
     if not data.sequences:

@@ -215,10 +215,10 @@ def fit(model, objective: Objective, run: TrainRun) -> Fitted:
     processes = process_count()
     layout = batch_layout(p.batch_size, engine.micro_batch_size, processes, run.name)
     per_step = objective.per_step or p.batch_size
+    precision = {"fp32": "no"}.get(engine.precision, engine.precision)
     accelerator = Accelerator(
-        mixed_precision={"fp32": "no"}.get(engine.precision, engine.precision),
-        gradient_accumulation_steps=layout.accumulation, log_with="dvclive",
-    )  # fmt: skip
+        mixed_precision=precision, gradient_accumulation_steps=layout.accumulation, log_with="dvclive"
+    )
     set_seed(p.seed)  # python, numpy and torch: initialisation of adapters, dropout
     # The same run gives the same weights: on CPU, the backward of indexing with repeated indices
     # (a shared prefix's cache read by several rows) otherwise adds in a thread-dependent order.
@@ -300,8 +300,8 @@ def fit(model, objective: Objective, run: TrainRun) -> Fitted:
         train_loss_last_epoch=round(sum(epoch_losses) / len(epoch_losses), 5) if epoch_losses else None,
         **{f"eval_{k}_final": v for k, v in final_eval.items()},
     )
-    facts = {**layout.record(), "train_seconds": round(elapsed, 2),
-             "tokens_per_s": round(tokens / elapsed, 1) if elapsed else None}  # fmt: skip
+    speed = round(tokens / elapsed, 1) if elapsed else None
+    facts = {**layout.record(), "train_seconds": round(elapsed, 2), "tokens_per_s": speed}
     # Into DVCLive's metrics.json only (plot=False): one number each, not a curve. Not the run's
     # facts: the metrics of the same inputs are the same bytes, so that a rerun changes nothing downstream.
     numbers = {k: v for k, v in summary.items() if v is not None}

@@ -4,9 +4,9 @@ and rejection fine-tuning (RFT) on successful trajectories.
 A dialogue becomes one example: the whole of it from the agent's side (the policy's view), rendered
 by the checkpoint's chat template. The loss is the mean cross-entropy over the assistant tokens
 (every agent turn, each with the end-of-message token that closes it), as
-`sweetflow.models.assistant_masks` finds them in any chat template. One example per dialogue, not one per turn: each prompt is
-read once, and the model learns every turn with the context it had. `eval/loss` is the same loss on
-held-out dialogues.
+`sweetflow.models.assistant_masks` finds them in any chat template. One example per dialogue, not
+one per turn: each prompt is read once, and the model learns every turn with the context it had.
+`eval/loss` is the same loss on held-out dialogues.
 """
 
 from __future__ import annotations
