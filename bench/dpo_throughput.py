@@ -320,7 +320,8 @@ def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute
     from sweetflow.params import TrainerParams, load_params
     from sweetflow.rl.logprobs import reference_segment_logps
     from sweetflow.rl.loss import PreferenceLoss
-    from sweetflow.rl.preference import train_preference
+    from sweetflow.rl.loop import TrainRun
+    from sweetflow.rl.preference import ScoredPairs, train_preference
     from sweetflow.rl.sequences import PairData, segmented
 
     started = time.perf_counter()
@@ -344,7 +345,8 @@ def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute
     engine = load_params(ROOT / "params.yaml").training.model_copy(update={"threads": 1, "precision": s["precision"]})
     loss = PreferenceLoss(s["beta"], length_normalize=False, nll_coef=s["nll_coef"])
     started = time.perf_counter()
-    summary = train_preference(model, data, ref, loss, p, engine, tokenizer.pad_token_id, tmp / "live", "dpo_bench").summary
+    run = TrainRun(trainer=p, engine=engine, log_dir=tmp / "live", name="dpo_bench")
+    summary = train_preference(model, ScoredPairs(data, ref), loss, run=run, pad_id=tokenizer.pad_token_id).summary
     train_s = time.perf_counter() - started
     # The loop counts the tokens of its forward passes: a pair's shared prompt is read once there.
     if not 0 < summary["train_tokens"] <= data.tokens():

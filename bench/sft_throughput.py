@@ -37,7 +37,7 @@ from torch.utils.data import DataLoader
 
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
 from sweetflow.params import ModelParams, load_params
-from sweetflow.rl.loop import CLIP_NORM, lr_at
+from sweetflow.rl.loop import CLIP_NORM, TrainRun, lr_at
 from sweetflow.rl.sft import collate, demo_chats, encode_chats, train_sft
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 AcceleratorState._reset_state(True)  # accelerate allows one precision per process otherwise
                 with tempfile.TemporaryDirectory() as tmp:
-                    fitted = train_sft(model, examples, [], p, engine, tokenizer.pad_token_id, Path(tmp) / "live")
+                    run = TrainRun(trainer=p, engine=engine, log_dir=Path(tmp) / "live", name="sft")
+                    fitted = train_sft(model, examples, [], run=run, pad_id=tokenizer.pad_token_id)
                 loop = "train_sft, grouped" if grouped else "train_sft, shuffled"
                 results.append({**row, "loop": loop, "tokens": fitted.summary["train_tokens"],
                                 "seconds": fitted.run["train_seconds"]})  # fmt: skip

@@ -34,7 +34,7 @@ from sweetflow.errors import run_stage
 from sweetflow.models.checkpoint import link_or_copy_tree, local_checkpoint, save_checkpoint
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
 from sweetflow.params import ModelParams, TrainingParams
-from sweetflow.rl.loop import launch, live_report
+from sweetflow.rl.loop import TrainRun, launch, live_report
 from sweetflow.rl.sft import demo_chats, encode_chats, split_by_task, train_sft
 from sweetflow.tables import read_tasks
 
@@ -73,7 +73,8 @@ def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage, sections: d
         "parameters": sum(q.numel() for q in model.parameters()),
     }
     with live_report(paths.stage_report(domain, "base_model")) as live_dir:
-        fitted = train_sft(model, train, holdout, p, engine, tokenizer.pad_token_id, live_dir)
+        run = TrainRun(trainer=p, engine=engine, log_dir=live_dir, name="sft")
+        fitted = train_sft(model, train, holdout, run=run, pad_id=tokenizer.pad_token_id)
         if fitted.model is None:  # not the main process: it only took part in training
             return
         with stage_output(paths.base_model(domain), stage.name, sections, [tasks_file, demos_file], p.seed) as out:

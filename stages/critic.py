@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from functools import partial
 
 import polars as pl
 import torch
@@ -29,10 +30,11 @@ from sweetflow import paths
 from sweetflow.artifacts import stage_output, write_json
 from sweetflow.errors import InputError, run_stage
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, save_checkpoint
+from sweetflow.params import CriticParams, TrainingParams
 from sweetflow.rl.logprobs import reference_segment_logps
-from sweetflow.rl.loop import forward_batch_size, launch, live_report
+from sweetflow.rl.loop import TrainRun, forward_batch_size, launch, live_report
 from sweetflow.rl.loss import PreferenceLoss
-from sweetflow.rl.preference import train_preference
+from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.sequences import context_length, successful_chats, trajectory_pair_data
 from sweetflow.rl.sft import encode_chats, split_by_task, train_sft
 from sweetflow.tables import read_tasks
@@ -46,6 +48,7 @@ def main() -> None:
     p, engine = stage.params.critics[name], stage.params.training
     launch(engine)
 
+    # Inputs: the training tasks, their rollouts and pairs, and the base model.
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
     pairs_file, base = f"{paths.trajectory_pairs(domain)}/pairs.parquet", paths.base_model(domain)
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
@@ -54,58 +57,58 @@ def main() -> None:
     model, tokenizer = load_checkpoint(base)
     pad = pad_id(tokenizer)
     held = split_by_task([{"task_id": t} for t in pairs["task_id"].unique().sort()], HOLDOUT_SHARE, p.seed)
-    scoring = "turns" if p.per_turn else "all"
+    is_held = pl.col("task_id").is_in(held)
+
+    # Warm-up: learn to read the critic's view first; the held-out tasks stay unseen, as for the pairs.
     warmup = {}
     if p.warmup_epochs:
-        # Learn to read the critic's view first; the held-out tasks stay unseen, as for the pairs.
-        kept = trajectories.filter(~pl.col("task_id").is_in(held))
-        chats = successful_chats(tasks, kept, p.warmup_min_reward, p.training_info)
+        chats = successful_chats(tasks, trajectories.filter(~is_held), p.warmup_min_reward, p.training_info)
         examples, _ = encode_chats(tokenizer, chats, context_length(tokenizer, model.config))
         with tempfile.TemporaryDirectory() as log_dir:  # its summary goes into the critic's metrics
-            fitted = train_sft(model, examples, [], p.model_copy(update={"epochs": p.warmup_epochs}), engine, pad, log_dir)
+            trainer = p.model_copy(update={"epochs": p.warmup_epochs})
+            run = TrainRun(trainer=trainer, engine=engine, log_dir=log_dir, name="sft")
+            fitted = train_sft(model, examples, [], run=run, pad_id=pad)
         if fitted.model is None:  # not the main process
             return
         model = fitted.model
         warmup = {"warmup_dialogues": len(examples), "warmup_loss_last_epoch": fitted.summary["train_loss_last_epoch"]}
 
-    def build(part: pl.DataFrame):
-        data, keys, dropped = trajectory_pair_data(
-            tokenizer, tasks, trajectories, part, p.training_info, scoring, context_length(tokenizer, model.config)
-        )
-        if p.nll_span == "dialogue" and data.sequences:
-            data = data.with_context_segment()
-        forward = forward_batch_size(p, engine)
-        ref = reference_segment_logps(model, data.sequences, forward, pad) if data.sequences else None
-        return data, keys, dropped, ref
-
-    train, keys, dropped, ref = build(pairs.filter(~pl.col("task_id").is_in(held)))
-    if not train.pairs:
+    # Pairs in the critic's view, with the start model's log-probs as the reference.
+    read = partial(
+        critic_pairs, model=model, tokenizer=tokenizer, tasks=tasks, trajectories=trajectories, p=p, engine=engine,
+        pad=pad,
+    )
+    train, keys, dropped = read(pairs.filter(~is_held))
+    if train is None:
         raise InputError(
-            f"{pairs_file}: no trajectory pair to train the critic on: {pairs.height} pairs in all, {dropped} longer than the "
-            f"model's context of {context_length(tokenizer, model.config)} tokens (see `pairs` in params.yaml for what makes a pair)"
+            f"{pairs_file}: no trajectory pair to train the critic on: {pairs.height} pairs in all, {dropped} longer "
+            f"than the model's context of {context_length(tokenizer, model.config)} tokens (see `pairs` in params.yaml "
+            "for what makes a pair)"
         )
-    holdout, _, held_dropped, held_ref = build(pairs.filter(pl.col("task_id").is_in(held)))
+    holdout, _, held_dropped = read(pairs.filter(is_held))
     data = {
-        "train_pairs": len(train.pairs),
-        "holdout_pairs": len(holdout.pairs),
+        "train_pairs": len(train.data.pairs),
+        "holdout_pairs": len(holdout.data.pairs) if holdout else 0,
         "pairs_too_long": dropped + held_dropped,
-        "train_tokens_per_epoch": train.tokens(),
+        "train_tokens_per_epoch": train.data.tokens(),
         "training_info": p.training_info,
         "normalisation": "per turn" if p.per_turn else "per trajectory",
         **warmup,
     }
+
+    # Training, then the checkpoint, the reference log-probs and the metrics.
     loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef, p.nll_span, p.nll_mean)
     with live_report(paths.stage_report(domain, "critics", name)) as live:
-        fitted = train_preference(
-            model, train, ref, loss, p, engine, pad, live, f"critic {name}", (holdout, held_ref) if held_ref else None
-        )
+        run = TrainRun(trainer=p, engine=engine, log_dir=live, name=f"critic {name}")
+        fitted = train_preference(model, train, loss, run=run, pad_id=pad, holdout=holdout)
         if fitted.model is None:  # not the main process
             return
         sections = {f"critics.{name}": p, "training": engine}
-        with stage_output(paths.critic(domain, name), stage.name, sections, [tasks_file, rollout, pairs_file, base],
-                          p.seed) as out:  # fmt: skip
+        inputs = [tasks_file, rollout, pairs_file, base]
+        with stage_output(paths.critic(domain, name), stage.name, sections, inputs, p.seed) as out:
             save_checkpoint(fitted.model, tokenizer, out.dir, state_dict=fitted.state)
-            torch.save({"keys": keys, "sums": ref.sums, "counts": ref.counts}, out.dir / "reference_logps.pt")
+            reference = {"keys": keys, "sums": train.ref.sums, "counts": train.ref.counts}
+            torch.save(reference, out.dir / "reference_logps.pt")
             config = {"critic": p.model_dump(mode="json"), "data": data, "training": fitted.summary}
             write_json(out.dir / "training_config.json", config)
             out.run["training"] = fitted.run
@@ -113,6 +116,25 @@ def main() -> None:
         accuracy = fitted.summary.get("eval_rewards/accuracies_final")  # DVCLive nests it under its slash
         write_json(live / "metrics.json", {**metrics, **data, "heldout_accuracy": accuracy})
     print(json.dumps({"data": data, "training": {**fitted.summary, **fitted.run}}, indent=2))
+
+
+def critic_pairs(
+    part: pl.DataFrame, model, tokenizer, tasks: dict[str, dict], trajectories: pl.DataFrame, p: CriticParams,
+    engine: TrainingParams, pad: int,
+) -> tuple[ScoredPairs | None, list, int]:
+    """The pairs of `part` in the critic's view, one segment per agent turn (or one for all), with
+    `model`'s log-probs of their sequences as the reference (None: no pair fits); their keys, and how many
+    were too long."""
+    scoring = "turns" if p.per_turn else "all"
+    data, keys, dropped = trajectory_pair_data(
+        tokenizer, tasks, trajectories, part, p.training_info, scoring, context_length(tokenizer, model.config)
+    )
+    if p.nll_span == "dialogue" and data.sequences:
+        data = data.with_context_segment()
+    if not data.sequences:
+        return None, keys, dropped
+    ref = reference_segment_logps(model, data.sequences, forward_batch_size(p, engine), pad)
+    return ScoredPairs(data, ref), keys, dropped
 
 
 if __name__ == "__main__":

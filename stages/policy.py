@@ -30,9 +30,9 @@ from sweetflow.artifacts import stage_output, write_json
 from sweetflow.errors import InputError, run_stage
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, save_checkpoint
 from sweetflow.rl.logprobs import reference_segment_logps
-from sweetflow.rl.loop import forward_batch_size, launch, live_report
+from sweetflow.rl.loop import TrainRun, forward_batch_size, launch, live_report
 from sweetflow.rl.loss import PreferenceLoss
-from sweetflow.rl.preference import train_preference
+from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.sequences import context_length, step_pair_data, successful_chats, trajectory_pair_data
 from sweetflow.rl.sft import encode_chats, train_sft
 from sweetflow.tables import read_tasks
@@ -59,27 +59,32 @@ def main() -> None:
             raise InputError(f"{rollout}: no trajectory reaches reward {min_reward}: nothing for RFT to imitate")
         data = {"train_dialogues": len(examples), "dialogues_cut": cut,
                 "train_tokens_per_epoch": sum(len(e.input_ids) for e in examples)}  # fmt: skip
-        pairs, ref = None, None
+        pairs = None
     else:
         if p.method == "mtdpo":
             pairs_file = f"{paths.trajectory_pairs(domain)}/pairs.parquet"
             inputs.append(pairs_file)
-            pairs, _, dropped = trajectory_pair_data(
+            pair_data, _, dropped = trajectory_pair_data(
                 tokenizer, tasks, trajectories, pl.read_parquet(pairs_file), False, "all", max_length
             )
         else:
             candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
             step_file = f"{paths.step_pairs(domain, p.critic)}/pairs.parquet"
             inputs += [candidates_file, step_file]
-            pairs, dropped = step_pair_data(
+            pair_data, dropped = step_pair_data(
                 tokenizer, tasks, trajectories, pl.read_parquet(candidates_file), pl.read_parquet(step_file), max_length
             )
-        if not pairs.pairs:
+        if not pair_data.pairs:
             raise InputError(f"{inputs[-1]}: no preference pair to train on")
         if p.nll_span == "dialogue":
-            pairs = pairs.with_context_segment()
-        ref = reference_segment_logps(base, pairs.sequences, forward_batch_size(p, engine), pad)
-        data = {"train_pairs": len(pairs.pairs), "pairs_too_long": dropped, "train_tokens_per_epoch": pairs.tokens()}
+            pair_data = pair_data.with_context_segment()
+        data = {
+            "train_pairs": len(pair_data.pairs),
+            "pairs_too_long": dropped,
+            "train_tokens_per_epoch": pair_data.tokens(),
+        }
+        ref = reference_segment_logps(base, pair_data.sequences, forward_batch_size(p, engine), pad)
+        pairs = ScoredPairs(pair_data, ref)
         examples = None
     del base  # each seed starts from a fresh copy
 
@@ -89,14 +94,16 @@ def main() -> None:
         paths.policy(domain, name), stage.name, sections, inputs, p.seed
     ) as out:  # fmt: skip
         for seed in params.seeds:
-            run = p.model_copy(update={"seed": p.seed + seed})
+            trainer = p.model_copy(update={"seed": p.seed + seed})
             model, _ = load_checkpoint(base_dir)
             seed_live = live / f".seed{seed}"
             if p.method == "rft":
-                fitted = train_sft(model, examples, [], run, engine, pad, seed_live)
+                run = TrainRun(trainer=trainer, engine=engine, log_dir=seed_live, name="sft")
+                fitted = train_sft(model, examples, [], run=run, pad_id=pad)
             else:
                 loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef, p.nll_span, p.nll_mean)
-                fitted = train_preference(model, pairs, ref, loss, run, engine, pad, seed_live, f"{name} seed {seed}")
+                run = TrainRun(trainer=trainer, engine=engine, log_dir=seed_live, name=f"{name} seed {seed}")
+                fitted = train_preference(model, pairs, loss, run=run, pad_id=pad)
             if fitted.model is None:  # not the main process
                 continue
             save_checkpoint(fitted.model, tokenizer, out.dir / f"seed{seed}", state_dict=fitted.state)
@@ -104,9 +111,10 @@ def main() -> None:
             (live / "plots").mkdir(parents=True, exist_ok=True)
             os.replace(seed_live / "plots", live / "plots" / f"seed{seed}")
             shutil.rmtree(seed_live)
-        if ref is not None:
-            torch.save({"sums": ref.sums, "counts": ref.counts}, out.dir / "reference_logps.pt")
-        write_json(out.dir / "training_config.json", {"policy": p.model_dump(mode="json"), "seeds": params.seeds, "data": data})
+        if pairs is not None:
+            torch.save({"sums": pairs.ref.sums, "counts": pairs.ref.counts}, out.dir / "reference_logps.pt")
+        config = {"policy": p.model_dump(mode="json"), "seeds": params.seeds, "data": data}
+        write_json(out.dir / "training_config.json", config)
         write_json(live / "metrics.json", {"method": p.method, "data": data, "seeds": summaries})
         out.run["training"] = runs
     print(json.dumps({"data": data, "seeds": summaries, "run": runs}, indent=2))

@@ -3,8 +3,10 @@ naming the file, the line and the field, never a traceback."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -39,6 +41,33 @@ def iter_jsonl(path: Path | str, limit: int | None = None) -> Iterator[tuple[int
                 raise ImportRowError(path, lineno, "(line)", f"expected a JSON object, got {type(obj).__name__}")
             n += 1
             yield lineno, obj
+
+
+@dataclass(frozen=True)
+class Row:
+    """One object of a user's file, read field by field: what is missing or of the wrong kind is an
+    `ImportRowError` naming the file, the line and the field."""
+
+    fields: dict
+    path: Path | str = "<row>"
+    line: int = 0
+
+    def text(self, field: str) -> str:
+        """The field's value, a string that is not blank."""
+        value = self.fields.get(field)
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(field, f"expected a non-empty string, got {value!r:.80}")
+        return value
+
+    def error(self, field: str, problem: str) -> ImportRowError:
+        return ImportRowError(self.path, self.line, field, problem)
+
+
+def content_id(kind: str, *parts: str) -> str:
+    """`kind-<12 hex digits>` from the parts' content (joined by newlines): an imported row has the same
+    id in every file that holds it."""
+    digest = hashlib.sha1("\n".join(parts).encode()).hexdigest()[:12]
+    return f"{kind}-{digest}"
 
 
 def _open(path: Path | str) -> BinaryIO:

@@ -7,7 +7,6 @@ and the site type. Tables are Parquet with the explicit schema `FRONTEND_TASK_SC
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -18,7 +17,7 @@ from tqdm import tqdm
 
 from sweetflow.frontend.page import page_to_json, to_html
 from sweetflow.frontend.pages import generate_page
-from sweetflow.inputs import ImportRowError, iter_jsonl
+from sweetflow.inputs import Row, content_id, iter_jsonl
 
 MAX_DUPLICATE_DRAWS = 1000  # duplicate pages in a row that mean the generator is used up
 
@@ -74,7 +73,7 @@ def _generate_split(n: int, rng: random.Random, seen: set[str], advance) -> list
         duplicates = 0
         seen.add(html)
         tasks.append({
-            "task_id": f"frontend-{hashlib.sha1(html.encode()).hexdigest()[:12]}",
+            "task_id": content_id("frontend", html),
             "site": drawn.site.kind,
             "problem_description": drawn.description,
             "ground_truth": html,
@@ -108,21 +107,14 @@ HTML_TAG = re.compile(r"<html\b", re.IGNORECASE)
 
 def task_from_row(row: dict, path: Path | str = "<row>", line: int = 0) -> dict:
     """One official frontend row as a task record (no spec; the site is the description's prefix)."""
-
-    def need_str(field: str) -> str:
-        value = row.get(field)
-        if not isinstance(value, str) or not value.strip():
-            raise ImportRowError(path, line, field, f"expected a non-empty string, got {value!r:.80}")
-        return value
-
-    description = need_str("problem_description")
-    page = need_str("ground_truth")
+    fields = Row(row, path, line)
+    description = fields.text("problem_description")
+    page = fields.text("ground_truth")
     if not HTML_TAG.search(page):
-        raise ImportRowError(path, line, "ground_truth", f"expected an HTML page (no <html> tag), got {page!r:.80}")
+        raise fields.error("ground_truth", f"expected an HTML page (no <html> tag), got {page!r:.80}")
     site, colon, _ = description.partition(":")
-    digest = hashlib.sha1((description + "\n" + page).encode()).hexdigest()[:12]
     return {
-        "task_id": f"colbench-{digest}",
+        "task_id": content_id("colbench", description, page),
         "site": site.strip() if colon and len(site) <= 80 else "colbench",
         "problem_description": description,
         "ground_truth": page,

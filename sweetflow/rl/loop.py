@@ -12,10 +12,10 @@ whatever the number of processes. Each process reads the same batches and takes 
 (preference losses), counted over all processes, so that a step's gradient is that of the whole
 batch however it is cut (the `num_items_in_batch` of transformers' Trainer).
 
-What differs between SFT, the critic and DPO is only the loss of a batch: a `loss_fn(model, batch)`
-returning a `StepResult`. Curves go to DVCLive through accelerate's tracker: `train/<metric>` and
-`train/lr` every `LOG_EVERY` steps (means over the window), `eval/<metric>` before training and
-after each epoch.
+What differs between SFT, the critic and DPO is their `Objective`: the items they learn from and
+the loss of a batch (a `StepResult`); the rest of a run's settings are one `TrainRun`. Curves go
+to DVCLive through accelerate's tracker: `train/<metric>` and `train/lr` every `LOG_EVERY` steps
+(means over the window), `eval/<metric>` before training and after each epoch.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ import os
 import shutil
 import sys
 import time
+from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,36 +167,58 @@ def launch(p: TrainingParams) -> None:
         torch.set_num_threads(p.threads)
 
 
-def fit(
-    model,
-    train: list,
-    collate_fn: Callable,
-    loss_fn: Callable[[object, dict], StepResult],
-    weight_fn: Callable[[dict], int],
-    p: TrainerParams,
-    engine: TrainingParams,
-    log_dir: Path | str,
-    name: str,
-    evaluate: Callable[[object, Accelerator], dict[str, float]] | None = None,
-    lengths: list[int] | None = None,
-    per_step: int | None = None,
-) -> Fitted:
-    """Train `model` on `train` for `p.epochs` epochs, the way `engine` says, `per_step` items of
-    `train` an optimiser step (default `p.batch_size`; fewer when items are groups of pairs). With
-    `lengths` (the padded length of each item) and `engine.group_by_length`, batches hold items of
-    similar length. `weight_fn(batch)` counts what `loss_fn`'s loss is a mean over (tokens, pairs):
-    passes are weighted by it.
+@dataclass(frozen=True, kw_only=True)
+class TrainRun:
+    """The settings of one training run, in one place; callers name each."""
+
+    trainer: TrainerParams  # what is learnt: seed, epochs, peak learning rate, effective batch
+    engine: TrainingParams  # how: threads, precision, micro-batch, LoRA, length grouping, ...
+    log_dir: Path | str  # DVCLive's directory for the run's curves and summary
+    name: str  # the progress bar's and the tracker's name; errors name it
+
+
+class Objective(ABC):
+    """What SFT, the critic and DPO differ in: what they learn from and a batch's loss.
+
+    `items` are what a batch is drawn from (examples, or groups of pairs); `lengths`, each item's padded
+    length, lets `training.group_by_length` batch items of similar length; `per_step` is the items of
+    an optimiser step (None: the trainer's batch_size; fewer when items are groups of pairs)."""
+
+    items: list
+    lengths: list[int] | None = None
+    per_step: int | None = None
+
+    @abstractmethod
+    def collate(self, items: list) -> dict:
+        """A micro-batch's items as tensors."""
+
+    @abstractmethod
+    def loss(self, model, batch: dict) -> StepResult:
+        """The loss of one forward pass, its tokens and its metrics."""
+
+    @abstractmethod
+    def weight(self, batch: dict) -> int:
+        """What `loss` is a mean over (tokens, pairs): the passes of a step are weighted by it."""
+
+    def evaluate(self, model, accelerator: Accelerator) -> dict[str, float]:
+        """`eval/<metric>`s, without gradients, before training and after each epoch; none by default."""
+        return {}
+
+
+def fit(model, objective: Objective, run: TrainRun) -> Fitted:
+    """Train `model` on `objective.items` for `run.trainer.epochs` epochs, the way `run.engine` says.
 
     The returned model is unwrapped, with LoRA adapters merged into its weights, so that it saves as
     a plain checkpoint any server loads; the state dict is for `save_pretrained(..., state_dict=...)`.
     """
+    p, engine = run.trainer, run.engine
     processes = process_count()
-    layout = batch_layout(p.batch_size, engine.micro_batch_size, processes, name)
-    per_step = per_step or p.batch_size
+    layout = batch_layout(p.batch_size, engine.micro_batch_size, processes, run.name)
+    per_step = objective.per_step or p.batch_size
+    precision = {"fp32": "no"}.get(engine.precision, engine.precision)
     accelerator = Accelerator(
-        mixed_precision={"fp32": "no"}.get(engine.precision, engine.precision),
-        gradient_accumulation_steps=layout.accumulation, log_with="dvclive",
-    )  # fmt: skip
+        mixed_precision=precision, gradient_accumulation_steps=layout.accumulation, log_with="dvclive"
+    )
     set_seed(p.seed)  # python, numpy and torch: initialisation of adapters, dropout
     # The same run gives the same weights: on CPU, the backward of indexing with repeated indices
     # (a shared prefix's cache read by several rows) otherwise adds in a thread-dependent order.
@@ -206,14 +229,18 @@ def fit(
         model.config.use_cache = False  # the cache is useless while training and conflicts with recomputation
     if engine.lora:
         model = with_lora(model, engine.lora)
-    # Every process reads the same whole batches (the same seed) and takes its share (micro_batches):
-    # the data of a step is the same for any number of processes.
-    if lengths is not None and engine.group_by_length:
-        loader = DataLoader(train, batch_sampler=LengthGroupedBatches(lengths, per_step, p.seed), collate_fn=list)
+
+    # Data: every process reads the same whole batches (the same seed) and takes its share
+    # (micro_batches), so the data of a step is the same for any number of processes.
+    items = objective.items
+    if objective.lengths is not None and engine.group_by_length:
+        sampler = LengthGroupedBatches(objective.lengths, per_step, p.seed)
+        loader = DataLoader(items, batch_sampler=sampler, collate_fn=list)
     else:
-        loader = DataLoader(
-            train, batch_size=per_step, shuffle=True, collate_fn=list, generator=torch.Generator().manual_seed(p.seed)
-        )
+        order = torch.Generator().manual_seed(p.seed)
+        loader = DataLoader(items, batch_size=per_step, shuffle=True, collate_fn=list, generator=order)
+
+    # Optimiser, and the model and optimiser spread over the processes.
     optimizer = torch.optim.AdamW(
         [q for q in model.parameters() if q.requires_grad], lr=p.learning_rate, betas=(0.9, 0.95), weight_decay=0.0
     )
@@ -226,65 +253,27 @@ def fit(
             f"batch_size / (training.micro_batch_size x processes) is {layout.accumulation}: remove it from the config"
         )
     # dvcyaml=None: the stage's metrics and plots are declared in the project's dvc.yaml.
-    accelerator.init_trackers(name, init_kwargs={"dvclive": {"dir": str(log_dir), "dvcyaml": None, "save_dvc_exp": False}})
+    dvclive = {"dir": str(run.log_dir), "dvcyaml": None, "save_dvc_exp": False}
+    accelerator.init_trackers(run.name, init_kwargs={"dvclive": dvclive})
 
-    def run_eval(step: int) -> dict[str, float]:
-        if evaluate is None:
-            return {}
-        model.eval()
-        with torch.no_grad():
-            values = evaluate(model, accelerator)
-        model.train()
-        if values:
-            accelerator.log({f"eval/{k}": v for k, v in values.items()}, step=step)
-        return values
-
-    def train_step(items: list) -> tuple[dict[str, float], int]:
-        """One optimiser step on this process's share of `items`: the loss and metrics of the whole
-        step (every pass of every process, weighted), and the tokens this process read."""
-        runs = micro_batches(items, processes, rank, layout.accumulation)
-        batches = [send_to_device(collate_fn(run), accelerator.device) for run in runs]
-        weights = [weight_fn(batch) for batch in batches]
-        whole = sum(weights)
-        if processes > 1:
-            whole = int(accelerator.reduce(torch.tensor(whole, device=accelerator.device), "sum"))
-        whole = max(whole, 1)  # nothing to learn from (no scored token): every loss is 0
-        means, tokens = defaultdict(float), 0
-        for i, (batch, weight) in enumerate(zip(batches, weights)):
-            last = i == len(batches) - 1
-            accelerator.sync_gradients = last  # DeepSpeed steps at the boundary, the optimiser only then
-            with nullcontext() if last else accelerator.no_sync(model):
-                out = loss_fn(model, batch)
-                # accelerate divides by the accumulation steps and DDP averages over processes: undone
-                # here, so that the step's gradient is the weighted mean over all its passes.
-                accelerator.backward(out.loss * (weight * layout.accumulation * processes / whole))
-            for k, v in {"loss": out.loss.item(), **out.metrics}.items():
-                means[k] += weight / whole * v  # one pass on one process: exactly its own values
-            tokens += out.tokens
-        if processes > 1:
-            keys = sorted(means)
-            values = torch.tensor([means[k] for k in keys], dtype=torch.float64, device=accelerator.device)
-            means = dict(zip(keys, accelerator.reduce(values, "sum").tolist()))
-        return means, tokens
-
-    rank = accelerator.process_index
-    full, rest = divmod(len(train), per_step)
+    # The loop: a learning rate, one optimiser step, a point of the curve every LOG_EVERY steps.
+    full, rest = divmod(len(items), per_step)
     total = p.epochs * (full + (rest >= processes))  # a last batch smaller than the processes is left out
     step, tokens, window, epoch_losses = 0, 0, defaultdict(list), []
-    summary = {f"eval_{k}_initial": v for k, v in run_eval(0).items()}
+    summary = {f"eval_{k}_initial": v for k, v in _evaluate(model, objective, accelerator, 0).items()}
     final_eval: dict[str, float] = {}
     started = time.perf_counter()
-    bar = tqdm(total=total, desc=name, unit="step", disable=not accelerator.is_local_main_process)
+    bar = tqdm(total=total, desc=run.name, unit="step", disable=not accelerator.is_local_main_process)
     model.train()
     for epoch in range(p.epochs):
         epoch_losses = []
-        for items in loader:
-            if len(items) < processes:
+        for batch in loader:
+            if len(batch) < processes:
                 continue
             lr = lr_at(step, total, p.learning_rate)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            means, step_tokens = train_step(items)
+            means, step_tokens = _train_step(model, objective, accelerator, layout, batch)
             accelerator.clip_grad_norm_(model.parameters(), CLIP_NORM)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
@@ -299,9 +288,11 @@ def fit(
                 bar.set_postfix(loss=f"{means['loss']:.3f}", epoch=epoch + 1)
                 window = defaultdict(list)
             bar.update()
-        final_eval = run_eval(step)
+        final_eval = _evaluate(model, objective, accelerator, step)
     bar.close()
     elapsed = time.perf_counter() - started
+
+    # What the run learnt and how fast.
     tokens = int(accelerator.reduce(torch.tensor(tokens, device=accelerator.device), "sum"))
     summary.update(
         steps=step,
@@ -309,11 +300,12 @@ def fit(
         train_loss_last_epoch=round(sum(epoch_losses) / len(epoch_losses), 5) if epoch_losses else None,
         **{f"eval_{k}_final": v for k, v in final_eval.items()},
     )
-    run = {**layout.record(), "train_seconds": round(elapsed, 2),
-           "tokens_per_s": round(tokens / elapsed, 1) if elapsed else None}  # fmt: skip
+    speed = round(tokens / elapsed, 1) if elapsed else None
+    facts = {**layout.record(), "train_seconds": round(elapsed, 2), "tokens_per_s": speed}
     # Into DVCLive's metrics.json only (plot=False): one number each, not a curve. Not the run's
     # facts: the metrics of the same inputs are the same bytes, so that a rerun changes nothing downstream.
-    accelerator.log({k: v for k, v in summary.items() if v is not None}, step=step, log_kwargs={"dvclive": {"plot": False}})
+    numbers = {k: v for k, v in summary.items() if v is not None}
+    accelerator.log(numbers, step=step, log_kwargs={"dvclive": {"plot": False}})
 
     accelerator.wait_for_everyone()
     state = accelerator.get_state_dict(model)  # a collective: every process takes part
@@ -323,13 +315,56 @@ def fit(
     for tracker in accelerator.trackers:
         tracker.finish()
     if not accelerator.is_main_process:
-        return Fitted(None, None, summary, run)
+        return Fitted(None, None, summary, facts)
     if engine.lora:
         model, state = model.merge_and_unload(), None
     if engine.gradient_checkpointing:
         model.activation_checkpointing_disable()
         model.config.use_cache = True  # the saved checkpoint is for generation
-    return Fitted(model.eval(), state, summary, run)
+    return Fitted(model.eval(), state, summary, facts)
+
+
+def _train_step(
+    model, objective: Objective, accelerator: Accelerator, layout: BatchLayout, items: list
+) -> tuple[dict[str, float], int]:
+    """One optimiser step's gradients from this process's share of `items`: the loss and metrics of
+    the whole step (every pass of every process, weighted), and the tokens this process read."""
+    processes = layout.processes
+    runs = micro_batches(items, processes, accelerator.process_index, layout.accumulation)
+    batches = [send_to_device(objective.collate(run), accelerator.device) for run in runs]
+    weights = [objective.weight(batch) for batch in batches]
+    whole = sum(weights)
+    if processes > 1:
+        whole = int(accelerator.reduce(torch.tensor(whole, device=accelerator.device), "sum"))
+    whole = max(whole, 1)  # nothing to learn from (no scored token): every loss is 0
+    means, tokens = defaultdict(float), 0
+    for i, (batch, weight) in enumerate(zip(batches, weights)):
+        last = i == len(batches) - 1
+        accelerator.sync_gradients = last  # DeepSpeed steps at the boundary, the optimiser only then
+        with nullcontext() if last else accelerator.no_sync(model):
+            out = objective.loss(model, batch)
+            # accelerate divides by the accumulation steps and DDP averages over processes: undone
+            # here, so that the step's gradient is the weighted mean over all its passes.
+            accelerator.backward(out.loss * (weight * layout.accumulation * processes / whole))
+        for k, v in {"loss": out.loss.item(), **out.metrics}.items():
+            means[k] += weight / whole * v  # one pass on one process: exactly its own values
+        tokens += out.tokens
+    if processes > 1:
+        keys = sorted(means)
+        values = torch.tensor([means[k] for k in keys], dtype=torch.float64, device=accelerator.device)
+        means = dict(zip(keys, accelerator.reduce(values, "sum").tolist()))
+    return means, tokens
+
+
+def _evaluate(model, objective: Objective, accelerator: Accelerator, step: int) -> dict[str, float]:
+    """The objective's evaluation, logged as `eval/<metric>` at `step`; the model is left training."""
+    model.eval()
+    with torch.no_grad():
+        values = objective.evaluate(model, accelerator)
+    model.train()
+    if values:
+        accelerator.log({f"eval/{k}": v for k, v in values.items()}, step=step)
+    return values
 
 
 @contextmanager

@@ -114,16 +114,22 @@ class PreferenceLoss(nn.Module):
             raise ValueError(f"a batch holds chosen then rejected rows: got an odd count, {policy_sums.shape[0]}")
         responses = slice(None, -1) if self.nll_span == "dialogue" else slice(None)
         if policy_sums[:, responses].shape[1] == 0:
-            raise ValueError("nll_span 'dialogue' needs a context segment after the responses (PairData.with_context_segment)")
-        scores = segment_scores(policy_sums[:, responses], ref_sums[:, responses], counts[:, responses], self.length_normalize)
-        chosen, rejected = scores.sum(dim=1).chunk(2)
-        preference = bradley_terry_loss(chosen, rejected, self.beta).mean()
-        pairs = chosen.shape[0]
-        nll = nll_loss(policy_sums[:pairs], counts[:pairs], self.nll_mean)
+            raise ValueError(
+                "nll_span 'dialogue' needs a context segment after the responses (PairData.with_context_segment)"
+            )
+        pairs = policy_sums.shape[0] // 2
+        chosen, rejected = slice(None, pairs), slice(pairs, None)  # the two halves of the rows
+        segments = segment_scores(
+            policy_sums[:, responses], ref_sums[:, responses], counts[:, responses], self.length_normalize
+        )
+        scores = segments.sum(dim=1)  # s, one per sequence
+        chosen_scores, rejected_scores = scores[chosen], scores[rejected]
+        preference = bradley_terry_loss(chosen_scores, rejected_scores, self.beta).mean()
+        nll = nll_loss(policy_sums[chosen], counts[chosen], self.nll_mean)
         return PreferenceOutput(
             loss=preference + self.nll_coef * nll,
             preference_loss=preference,
             nll=nll,
-            chosen_rewards=self.beta * chosen.detach(),
-            rejected_rewards=self.beta * rejected.detach(),
+            chosen_rewards=self.beta * chosen_scores.detach(),
+            rejected_rewards=self.beta * rejected_scores.detach(),
         )

@@ -4,17 +4,15 @@ and rejection fine-tuning (RFT) on successful trajectories.
 A dialogue becomes one example: the whole of it from the agent's side (the policy's view), rendered
 by the checkpoint's chat template. The loss is the mean cross-entropy over the assistant tokens
 (every agent turn, each with the end-of-message token that closes it), as
-`sweetflow.models.assistant_masks` finds them in any chat template. One example per dialogue, not one per turn: each prompt is
-read once, and the model learns every turn with the context it had. `eval/loss` is the same loss on
-held-out dialogues.
+`sweetflow.models.assistant_masks` finds them in any chat template. One example per dialogue, not
+one per turn: each prompt is read once, and the model learns every turn with the context it had.
+`eval/loss` is the same loss on held-out dialogues.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 
 import torch
 from accelerate import Accelerator
@@ -22,9 +20,8 @@ from torch.utils.data import DataLoader
 
 from sweetflow.dialogue import EpisodeView, Message
 from sweetflow.models.assistant_masks import assistant_masks
-from sweetflow.params import TrainerParams, TrainingParams
 from sweetflow.rl.logprobs import forward_logprobs
-from sweetflow.rl.loop import Fitted, StepResult, fit, forward_batch_size
+from sweetflow.rl.loop import Fitted, Objective, StepResult, TrainRun, fit, forward_batch_size
 from sweetflow.views import policy_chat
 
 IGNORE = -100  # the label cross-entropy skips: prompt tokens and padding
@@ -92,34 +89,39 @@ def token_nll(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
     return -logps.sum(), scored.sum()
 
 
-def sft_step(model, batch: dict) -> StepResult:
-    nll, count = token_nll(model, batch)
-    return StepResult(nll / count.clamp(min=1), int(batch["attention_mask"].sum()))
+class SftObjective(Objective):
+    """The mean cross-entropy over assistant tokens; `eval/loss` is the same on `holdout`."""
 
+    def __init__(self, train: list[Example], holdout: list[Example], pad_id: int, forward_batch: int):
+        self.items, self.lengths = train, [len(example.input_ids) for example in train]
+        self.holdout, self.pad_id, self.forward_batch = holdout, pad_id, forward_batch
+        self.holdout_loader = None  # prepared by the accelerator at the first evaluation
 
-def scored_tokens(batch: dict) -> int:
-    """What `sft_step`'s loss is a mean over: the micro-batches of a step are weighted by it."""
-    return int((batch["labels"] != IGNORE).sum())
+    def collate(self, items: list[Example]) -> dict:
+        return collate(items, self.pad_id)
 
+    def loss(self, model, batch: dict) -> StepResult:
+        nll, count = token_nll(model, batch)
+        return StepResult(nll / count.clamp(min=1), int(batch["attention_mask"].sum()))
 
-def train_sft(
-    model, train: list[Example], holdout: list[Example], p: TrainerParams, engine: TrainingParams, pad_id: int,
-    log_dir: Path | str,
-) -> Fitted:
-    """Fine-tune `model` on `train` for `p.epochs` epochs; see `fit` for what is returned."""
-    collate_fn = partial(collate, pad_id=pad_id)
-    prepared: list[DataLoader] = []
+    def weight(self, batch: dict) -> int:
+        """The scored tokens, what `loss` is a mean over."""
+        return int((batch["labels"] != IGNORE).sum())
 
-    def evaluate(model, accelerator: Accelerator) -> dict[str, float]:
-        if not prepared:
-            loader = DataLoader(holdout, batch_size=forward_batch_size(p, engine), collate_fn=collate_fn)
-            prepared.append(accelerator.prepare(loader))
-        loss = mean_loss(model, prepared[0], accelerator)
+    def evaluate(self, model, accelerator: Accelerator) -> dict[str, float]:
+        if not self.holdout:
+            return {}
+        if self.holdout_loader is None:
+            loader = DataLoader(self.holdout, batch_size=self.forward_batch, collate_fn=self.collate)
+            self.holdout_loader = accelerator.prepare(loader)
+        loss = mean_loss(model, self.holdout_loader, accelerator)
         return {} if loss is None else {"loss": loss}
 
-    lengths = [len(example.input_ids) for example in train]
-    with_eval = evaluate if holdout else None
-    return fit(model, train, collate_fn, sft_step, scored_tokens, p, engine, log_dir, "sft", with_eval, lengths)
+
+def train_sft(model, train: list[Example], holdout: list[Example], *, run: TrainRun, pad_id: int) -> Fitted:
+    """Fine-tune `model` on `train` for `run.trainer.epochs` epochs; see `fit` for what is returned."""
+    objective = SftObjective(train, holdout, pad_id, forward_batch_size(run.trainer, run.engine))
+    return fit(model, objective, run)
 
 
 @torch.no_grad()

@@ -19,9 +19,9 @@ import torch
 
 from sweetflow.models.checkpoint import load_checkpoint, pad_id
 from sweetflow.params import TrainerParams, TrainingParams
-from sweetflow.rl.loop import launch
+from sweetflow.rl.loop import TrainRun, launch
 from sweetflow.rl.loss import PreferenceLoss
-from sweetflow.rl.preference import train_preference
+from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.sft import train_sft
 
 
@@ -35,13 +35,13 @@ def main(spec_file: str) -> None:
     for kind in ("sft", "preference"):
         model, tokenizer = load_checkpoint(spec["checkpoint"])
         if kind == "sft":
-            fitted = train_sft(model, data["examples"], data["examples"], p, engine, pad_id(tokenizer), out / kind)
+            run = TrainRun(trainer=p, engine=engine, log_dir=out / kind, name="sft")
+            fitted = train_sft(model, data["examples"], data["examples"], run=run, pad_id=pad_id(tokenizer))
         else:
             loss = PreferenceLoss(beta=0.1, length_normalize=True)
-            held = (data["pairs"], data["reference"])
-            fitted = train_preference(
-                model, data["pairs"], data["reference"], loss, p, engine, pad_id(tokenizer), out / kind, kind, held
-            )
+            pairs = ScoredPairs(data["pairs"], data["reference"])
+            run = TrainRun(trainer=p, engine=engine, log_dir=out / kind, name=kind)
+            fitted = train_preference(model, pairs, loss, run=run, pad_id=pad_id(tokenizer), holdout=pairs)
         if fitted.model is not None:  # the main process
             results[kind] = {"summary": fitted.summary, "run": fitted.run}
             torch.save({k: v.detach().clone() for k, v in fitted.model.state_dict().items()}, out / f"{kind}.pt")

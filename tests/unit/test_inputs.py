@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sweetflow.backend.tasks.colbench import task_from_row as backend_task
 from sweetflow.cli import main
 from sweetflow.errors import InputError
-from sweetflow.inputs import ImportRowError, iter_jsonl, read_yaml
+from sweetflow.frontend.tasks import task_from_row as frontend_task
+from sweetflow.inputs import ImportRowError, Row, content_id, iter_jsonl, read_yaml
 
 
 @given(st.lists(st.dictionaries(st.text(max_size=3), st.integers(), max_size=2), min_size=1, max_size=5), st.data())
@@ -35,3 +38,45 @@ def test_the_cli_names_a_directory_given_as_a_file(tmp_path, capsys):
     for args in (["params", "--file", str(tmp_path)], ["import-trajectories", str(tmp_path), "--out", str(tmp_path)]):
         assert main(args) == 2
         assert capsys.readouterr().out == f"error: {tmp_path}: cannot be read (Is a directory)\n"
+
+
+# --- one row, read field by field (the official task rows of both domains) -----------------------
+
+_NOT_TEXT = st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), st.lists(st.text(max_size=3), max_size=2),
+                      st.text(alphabet=" \t\n", max_size=4))  # fmt: skip
+
+
+@given(value=_NOT_TEXT, field=st.text(min_size=1, max_size=12), line=st.integers(1, 10_000))
+def test_a_field_that_is_not_text_is_named_with_file_and_line(value, field, line):
+    row = Row({field: value}, "rows.jsonl", line)
+    with pytest.raises(ImportRowError) as err:
+        row.text(field)
+    assert str(err.value).startswith(f"rows.jsonl: line {line}: field {field!r}: expected a non-empty string")
+    with pytest.raises(ImportRowError, match="expected a non-empty string, got None"):
+        Row({}, "rows.jsonl", line).text(field)
+
+
+@given(value=st.text(min_size=1).filter(str.strip))
+def test_a_text_field_is_given_back_unchanged(value):
+    assert Row({"problem_description": value}).text("problem_description") is value
+
+
+@given(parts=st.lists(st.text(), min_size=1, max_size=4), kind=st.sampled_from(["colbench", "frontend", "order_total"]))
+def test_a_content_id_is_the_kind_and_a_digest_of_the_newline_joined_parts(parts, kind):
+    digest = hashlib.sha1("\n".join(parts).encode()).hexdigest()
+    assert content_id(kind, *parts) == f"{kind}-{digest[:12]}"
+    assert content_id(kind, *parts) != content_id(kind, "\n".join(parts) + "\n")
+
+
+def test_both_domains_read_an_official_row_through_the_same_row_reader():
+    """The backend's and the frontend's task_from_row name a bad field alike, and derive their ids from
+    the content the same way (official ids must not move: a trajectory line finds its task by them)."""
+    reference, page = "def f(x):\n    return x", "<html><body></body></html>"
+    backend_row = {"problem_description": "p", "ground_truth": reference, "test_cases": {"test1": "f(1)"}}
+    frontend_row = {"problem_description": "Bakery: warm.", "ground_truth": page}
+    assert backend_task(backend_row)["task_id"] == content_id("colbench", reference, "f(1)")
+    assert frontend_task(frontend_row)["task_id"] == content_id("colbench", "Bakery: warm.", page)
+    blank = r"^in.jsonl: line 7: field 'ground_truth': expected a non-empty string"
+    for read, row in ((backend_task, backend_row), (frontend_task, frontend_row)):
+        with pytest.raises(ImportRowError, match=blank):
+            read({**row, "ground_truth": "  "}, "in.jsonl", 7)

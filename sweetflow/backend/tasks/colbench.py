@@ -8,12 +8,11 @@ A row is `{"problem_description": str, "ground_truth": str, "test_cases": {"test
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import re
 from pathlib import Path
 
-from sweetflow.inputs import ImportRowError, iter_jsonl
+from sweetflow.inputs import Row, content_id, iter_jsonl
 
 # The start of a signature, `def name(`; `signature_of` finds where it ends without a regex, for a
 # regex over the whole signature (`def\s+\w+\s*\(.*?\)\s*:?\s*$`) retries every `def` against the
@@ -23,26 +22,20 @@ SIGNATURE_START = re.compile(r"def\s+\w+\s*\(")
 
 def task_from_row(row: dict, path: Path | str = "<row>", line: int = 0) -> dict:
     """One official row (or a trajectory's `task`) as a task record."""
-
-    def need_str(field: str) -> str:
-        value = row.get(field)
-        if not isinstance(value, str) or not value.strip():
-            raise ImportRowError(path, line, field, f"expected a non-empty string, got {value!r:.80}")
-        return value
-
-    description = need_str("problem_description")
-    reference = need_str("ground_truth")
+    fields = Row(row, path, line)
+    description = fields.text("problem_description")
+    reference = fields.text("ground_truth")
     tests = row.get("test_cases")
     if isinstance(tests, str):  # some dumps store the dict JSON-encoded
         try:
             tests = json.loads(tests)
         except json.JSONDecodeError:
-            raise ImportRowError(path, line, "test_cases", "a string that is not a JSON object") from None
+            raise fields.error("test_cases", "a string that is not a JSON object") from None
     if not isinstance(tests, dict) or not tests:
-        raise ImportRowError(path, line, "test_cases", f"expected an object test1..testN, got {tests!r:.80}")
+        raise fields.error("test_cases", f"expected an object test1..testN, got {tests!r:.80}")
     bad = [k for k, v in tests.items() if not isinstance(v, str)]
     if bad:
-        raise ImportRowError(path, line, f"test_cases.{bad[0]}", "expected a call expression string")
+        raise fields.error(f"test_cases.{bad[0]}", "expected a call expression string")
     calls = [tests[k] for k in sorted(tests, key=_test_order)]
     function_name, signature = _function_of(reference, description)
     return {
@@ -61,8 +54,7 @@ def task_from_row(row: dict, path: Path | str = "<row>", line: int = 0) -> dict:
 def task_id_of(reference: str, calls: list[str]) -> str:
     """A task's id from its content, the reference and the test calls in order: the same task has the
     same id in every file that holds it (the official train file, a trajectory line's `task`)."""
-    digest = hashlib.sha1((reference + "\n" + "\n".join(calls)).encode()).hexdigest()[:12]
-    return f"colbench-{digest}"
+    return content_id("colbench", reference, "\n".join(calls))
 
 
 def _test_order(key: str) -> tuple[int, str]:

@@ -8,7 +8,6 @@ test's output. The references are our own templates, so they are executed in-pro
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 import string
@@ -18,7 +17,9 @@ from typing import Callable
 
 from tqdm import tqdm
 
-from sweetflow.backend.tasks.families import FAMILIES, FAMILIES_BY_NAME, Family
+from sweetflow.backend.tasks.families import FAMILIES, FAMILIES_BY_NAME
+from sweetflow.backend.tasks.family import Family
+from sweetflow.inputs import content_id
 
 N_TESTS = 10
 MAX_INPUT_DRAWS = 120  # random inputs tried when choosing one set of tests
@@ -180,9 +181,8 @@ class _Draft:
         signature = f"def {self.function_name}({', '.join(self.arg_names.values())})"
         request = self.family.fill_names(self.family.request, self.function_name, self.arg_names)
         tests_text = "\n".join(test_cases)
-        digest = hashlib.sha1((self.ground_truth + tests_text).encode()).hexdigest()[:12]
         return {
-            "task_id": f"{self.family.name}-{digest}",
+            "task_id": content_id(self.family.name, self.ground_truth + tests_text),
             "family": self.family.name,
             "function_name": self.function_name,
             "signature": signature,

@@ -1,5 +1,5 @@
-"""The training loop's batching: length-grouped batches keep every example and cut padding; an
-optimiser step's batch is laid out over processes and accumulation steps, or refused."""
+"""The training loop: length-grouped batches keep every example and cut padding; an optimiser step's
+batch is laid out over processes and accumulation steps, or refused; `fit` trains any `Objective`."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweetflow.params import ParamsError
+from sweetflow.params import ParamsError, TrainerParams
 from sweetflow.rl.batching import LengthGroupedBatches, micro_batches
-from sweetflow.rl.loop import BatchLayout, batch_layout, launch_processes
+from sweetflow.rl.loop import BatchLayout, Objective, StepResult, TrainRun, batch_layout, fit, launch_processes
 from tests.support.params import training_params
 
 
@@ -99,3 +99,41 @@ def test_the_launch_takes_its_process_count_from_params_then_slurm_then_the_gpus
     if not torch.cuda.device_count():  # this machine
         with pytest.raises(ParamsError, match="no GPU is visible and training.processes is null"):
             launch_processes(engine, {})
+
+
+class Scale(Objective):
+    """Learn y = 3x with one weight: an objective with nothing of a language model in it."""
+
+    def __init__(self, xs: list[float]):
+        self.items, self.evaluations = xs, 0
+
+    def collate(self, items: list[float]) -> dict:
+        return {"x": torch.tensor(items).unsqueeze(1)}
+
+    def loss(self, model, batch: dict) -> StepResult:
+        return StepResult(((model(batch["x"]) - 3 * batch["x"]) ** 2).mean(), tokens=len(batch["x"]))
+
+    def weight(self, batch: dict) -> int:
+        return len(batch["x"])
+
+    def evaluate(self, model, accelerator) -> dict[str, float]:
+        assert not model.training and not torch.is_grad_enabled()
+        self.evaluations += 1
+        return {"weight": round(float(model.weight), 5)}
+
+
+def test_fit_needs_only_an_objective_and_the_named_settings_of_its_run(tmp_path):
+    """Evaluated before training and after each epoch, `per_step` items a step, and the settings
+    named: a positional TrainRun is refused."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(1, 1, bias=False)
+    objective = Scale([0.5 * i for i in range(1, 9)])
+    trainer = TrainerParams(seed=0, epochs=10, learning_rate=0.5, batch_size=4)
+    run = TrainRun(trainer=trainer, engine=training_params(lora=None), log_dir=tmp_path / "live", name="scale")
+    fitted = fit(model, objective, run)
+    summary = fitted.summary
+    assert objective.evaluations == 1 + 10 and summary["steps"] == 10 * 2 and summary["train_tokens"] == 10 * 8
+    assert abs(summary["eval_weight_initial"] - 3) > 2 and abs(summary["eval_weight_final"] - 3) < 0.5
+    assert (tmp_path / "live/metrics.json").exists()
+    with pytest.raises(TypeError):
+        TrainRun(trainer, run.engine, tmp_path, "scale")

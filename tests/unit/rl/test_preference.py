@@ -18,7 +18,8 @@ from sweetflow.params import TrainerParams
 from sweetflow.rl.batching import collate_segmented, collate_shared_prefix
 from sweetflow.rl.logprobs import predicting, reference_segment_logps, segment_logp_sums, segment_logps, token_logprobs
 from sweetflow.rl.loss import PreferenceLoss, bradley_terry_loss, nll_loss, segment_scores
-from sweetflow.rl.preference import train_preference
+from sweetflow.rl.loop import TrainRun
+from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.sequences import NOT_SCORED, PairData, SegmentedSequence, group_pairs
 from tests.support.params import training_params
 
@@ -477,7 +478,8 @@ def test_preference_training_on_shared_prefixes_is_reproducible_on_two_threads(t
     for run in range(2):
         loss = PreferenceLoss(beta=0.1, length_normalize=True)
         engine = training_params(threads=2)
-        model = train_preference(copy.deepcopy(reference), data, ref, loss, p, engine, PAD, tmp_path / str(run), "critic").model
+        settings = TrainRun(trainer=p, engine=engine, log_dir=tmp_path / str(run), name="critic")
+        model = train_preference(copy.deepcopy(reference), ScoredPairs(data, ref), loss, run=settings, pad_id=PAD).model
         weights.append(torch.cat([q.detach().flatten() for q in model.parameters()]))
     assert not torch.equal(weights[0], torch.cat([q.detach().flatten() for q in reference.parameters()]))
     assert torch.equal(weights[0], weights[1])

@@ -14,6 +14,7 @@ from transformers import LlamaForCausalLM
 
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
 from sweetflow.params import LoraParams, ModelParams
+from sweetflow.rl.loop import TrainRun
 from sweetflow.rl.sft import demo_chats, encode_chats, train_sft
 from tests.support.params import model_params, training_params
 from tests.support.project import ROOT
@@ -41,7 +42,8 @@ def train(data, tmp_path, p: ModelParams, n: int = 8, **engine):
     tok, examples = data
     model = build_model(tok, hidden_size=p.hidden_size, max_length=1536, seed=p.seed)
     # Held-out = the training examples themselves: the loss measured on the data it learns from.
-    return train_sft(model, examples[:n], examples[:n], p, training_params(**engine), tok.pad_token_id, tmp_path / "live")
+    run = TrainRun(trainer=p, engine=training_params(**engine), log_dir=tmp_path / "live", name="sft")
+    return train_sft(model, examples[:n], examples[:n], run=run, pad_id=tok.pad_token_id)
 
 
 def test_sft_lowers_the_loss_on_its_data_and_is_deterministic(data, tmp_path):
@@ -66,7 +68,8 @@ def test_lora_trains_adapters_and_saves_a_plain_merged_model(data, tmp_path):
     base = build_model(tok, hidden_size=64, max_length=1536, seed=0)
     before = {k: v.clone() for k, v in base.state_dict().items()}
     engine = training_params(lora=LoraParams(r=4, alpha=8, dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
-    fitted = train_sft(base, examples[:4], [], params(), engine, tok.pad_token_id, tmp_path / "live")
+    run = TrainRun(trainer=params(), engine=engine, log_dir=tmp_path / "live", name="sft")
+    fitted = train_sft(base, examples[:4], [], run=run, pad_id=tok.pad_token_id)
     model, state, summary = fitted.model, fitted.state, fitted.summary
     assert type(model) is LlamaForCausalLM and state is None and summary["steps"] == 1
     after = model.state_dict()

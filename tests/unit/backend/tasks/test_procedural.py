@@ -21,7 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweetflow.backend.tasks.families import FAMILIES, FAMILIES_BY_NAME, LETTER_GRADE
+from sweetflow.backend.tasks.families import FAMILIES, FAMILIES_BY_NAME
+from sweetflow.backend.tasks.themes.scores import LETTER_GRADE
 from sweetflow.backend.tasks.procedural import generate_tasks, render_reference
 
 RECORD_KEYS = {
