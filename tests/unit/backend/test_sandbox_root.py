@@ -1,96 +1,31 @@
 """What an answer can find of the host: nothing but what Python needs, wherever the ground truth lies.
 
-Each answer here searches as a cheat would: it reads the mount table, walks every directory the table
-names and every directory above those, and "/" itself, a few levels down, and reports each file that
-holds a secret token or is a checkout's params.yaml, and each line of the mount table that names the
-places the secrets lie. The secrets lie beside the project (outside every folder a hide-list would
-think of: not in /tmp, the project, the working directory or a home), as a scored trajectories file
-and as a second checkout of the project. `tests/integration/test_sandbox_experiment.py` does the
-same inside `dvc exp run --temp`.
-
-The search also writes the token into its own /tmp first and must find it there: a search that finds
-nothing because it searched nothing would prove nothing.
+Each answer here searches as a cheat would (`tests.support.cheat`): through the mount table, every
+directory it names and those above them, and "/" itself. The secrets lie beside the project (outside
+every folder a hide-list would think of: not in /tmp, the project, the working directory or a home),
+as a scored trajectories file and as a second checkout of the project, readable by every user.
+`tests/integration/test_sandbox_experiment.py` does the same inside `dvc exp run --temp`.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import textwrap
 import uuid
 from pathlib import Path
 
 import pytest
 
-from sweetflow.backend.sandbox import plaindata
 from sweetflow.backend.sandbox.pool import PROJECT_ROOT, Job, Sandbox
+from tests.support.cheat import SEARCH_LIMITS, beside_project, found_by, search_code
 from tests.support.nonroot import NonRoot
 from tests.support.params import sandbox_params
-
-# The walk reads many files on a host that shows them all: room for it, within one call.
-SEARCH_LIMITS = {"workers": 1, "call_timeout_s": 60.0, "task_timeout_s": 90.0, "cpu_s": 60}
-
-SEARCH = textwrap.dedent(
-    '''
-    import os
-
-    TOKEN = "$token"
-    PLACE = "$place"
-    SKIP = ("/proc", "/sys", "/dev", "/usr")  # the kernel's views, devices and the system's own files
-    LIBRARIES = ("site-packages", "dist-packages", "lib-dynload", "python3", "node_modules", ".git")
-
-    def walk(start, depth, found):
-        if depth < 0 or start.startswith(SKIP) and start != "/":
-            return
-        try:
-            entries = list(os.scandir(start))
-        except OSError:
-            return
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if not entry.name.startswith(LIBRARIES):
-                        walk(entry.path, depth - 1, found)
-                elif entry.is_file(follow_symlinks=False) and entry.stat().st_size < 1 << 20:
-                    with open(entry.path, "rb") as fh:
-                        if entry.name == "params.yaml" or TOKEN.encode() in fh.read():
-                            found.add(entry.path)
-            except OSError:
-                pass
-
-    def search():
-        with open("/tmp/control.txt", "w") as fh:
-            fh.write(TOKEN)
-        with open("/proc/self/mountinfo") as fh:
-            table = fh.read().splitlines()
-        starts = {"/", "/tmp"}
-        for line in table:
-            for path in line.split()[3:5]:  # the mount's root in its filesystem, and where it is mounted
-                while path not in ("/", ""):
-                    starts.add(path)
-                    path = os.path.dirname(path)
-        found = set()
-        for start in sorted(starts):
-            if not os.path.basename(start).startswith(LIBRARIES):
-                walk(start, 3, found)
-        return {"files": sorted(found), "mount_lines": [line for line in table if PLACE in line]}
-    '''
-)
-
-
-def search_code(token: str, place: str) -> str:
-    return SEARCH.replace("$token", token).replace("$place", place)
 
 
 @pytest.fixture
 def beside() -> Path:
-    """A directory beside the project, open to every user: outside everything a sandbox that hides a
-    list of folders (the project, the working directory, /tmp, the homes) would hide."""
-    path = PROJECT_ROOT.parent / f"sweetflow-beside-{uuid.uuid4().hex[:12]}"
-    path.mkdir(mode=0o755)
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path)
+    with beside_project() as path:
+        yield path
 
 
 def scored_file(beside: Path, token: str) -> Path:
@@ -131,10 +66,7 @@ def search_in_sandbox(user: str, nonroot: NonRoot | str, code: str) -> dict:
         assert left == []
         status, output = r["status"], r["outputs"][0]
     assert status == "ok" and output is not None, status
-    found = plaindata.loads(output)
-    assert "/tmp/control.txt" in found["files"]  # the search works
-    found["files"].remove("/tmp/control.txt")
-    return found
+    return found_by(output)
 
 
 @pytest.mark.parametrize("user", ["root", "non-root"])
