@@ -98,7 +98,7 @@ class Jail:
     pid_ns: int = -1
     # root mode: the children's uid.
     uid: int | None = None
-    # The code directories and files that lie in a child's writable places, put back in each child.
+    # user-namespace mode: the code directories that lie in a child's writable places, put back in each.
     reexpose: tuple[str, ...] = ()
     # Without walls: the directory that holds the children's working directories.
     scratch: str = ""
@@ -125,10 +125,10 @@ def _isolate_as_root(layers: list[str]) -> Jail:
         # A procfs of our own in which an unprivileged uid sees only its own processes: the child sees
         # no other process or command line, while we (root) still see, and kill, all of its. A
         # container whose /proc has masked parts refuses a new one: the pool then refuses to start.
-        reexpose = _build_root("hidepid=invisible")
+        _writable_places(_build_root("hidepid=invisible"))
     except OSError as e:
         return Jail(None, layers, f"a root of our own: {e.strerror}")
-    return Jail("root", [*layers, *WALL_LAYERS, "unprivileged-uid"], reexpose=reexpose)
+    return Jail("root", [*layers, *WALL_LAYERS, "unprivileged-uid"])
 
 
 def _isolate_in_user_namespace(layers: list[str]) -> Jail:
@@ -315,22 +315,40 @@ def _read_only(target: str) -> None:
 
 
 def _enter_walls(jail: Jail) -> None:
-    """In a child: a mount and IPC namespace of its own, a fresh /tmp and /dev/shm, its working
-    directory, and its own uid (root's sandbox) or user namespace (a normal user's, where the child
-    is the first process of its own pid namespace and mounts its procfs)."""
+    """In a child: an IPC namespace of its own, and its own uid (root's sandbox: the worker's /tmp
+    and /dev/shm are wiped after each child, as a mount namespace per child costs more than the
+    answer) or user namespace (a normal user's, where the child is the first process of its own pid
+    namespace, and mounts its procfs and its own /tmp and /dev/shm)."""
+    if jail.mode == "root":
+        _unshare(CLONE_NEWIPC, "an IPC namespace")
+        os.setgroups([])
+        os.setgid(jail.uid)
+        os.setuid(jail.uid)
+        return
     _unshare(CLONE_NEWNS | CLONE_NEWIPC, "mount and IPC namespaces")
-    if jail.mode == "user-namespace":
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    _writable_places(jail.reexpose)
+    os.mkdir(WORKDIR, 0o700)
+    _unshare(CLONE_NEWUSER, "a user namespace")
+    _map_ids(jail.ids)
+    # Not dumpable: its /proc files (environ, and its parent's view of it) become root's, as they do
+    # for the root sandbox's children after the uid switch.
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _writable_places(reexpose: tuple[str, ...]) -> None:
+    """A fresh tmpfs over each place a child may write, with the code directories that lie in them
+    put back (`reexpose`: a venv or checkout under /tmp)."""
     # Opened here: a bind mount's source must be a mount of this mount namespace, not the worker's.
-    handles = {p: os.open(p, os.O_PATH) for p in jail.reexpose}
+    handles = {p: os.open(p, os.O_PATH) for p in reexpose}
     for d in CHILD_WRITABLE:
         _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
-    # The path down to what is put back inside a fresh tmpfs (a venv or checkout under /tmp) would be
-    # made again there, owned by the child: it would be free to write beside the code it imports.
-    # Each such path gets a tmpfs of its own, read-only once the code is mounted in it.
+    # The path down to what is put back would be made again in the fresh tmpfs, owned by whoever
+    # made it: a child would be free to write beside the code it imports. Each such path gets a
+    # tmpfs of its own, read-only once the code is mounted in it.
     skeletons = sorted(
-        {f"{d}/{os.path.relpath(p, d).split('/')[0]}" for p in jail.reexpose for d in CHILD_WRITABLE if _under(p, [d])}
-        - set(jail.reexpose)
+        {f"{d}/{os.path.relpath(p, d).split('/')[0]}" for p in reexpose for d in CHILD_WRITABLE if _under(p, [d])}
+        - set(reexpose)
     )
     for top in skeletons:
         os.makedirs(top, exist_ok=True)
@@ -340,18 +358,19 @@ def _enter_walls(jail: Jail) -> None:
         _read_only(top)
     for fd in handles.values():
         os.close(fd)
-    os.mkdir(WORKDIR, 0o700)
-    if jail.mode == "root":
-        os.chown(WORKDIR, jail.uid, jail.uid)
-        os.setgroups([])
-        os.setgid(jail.uid)
-        os.setuid(jail.uid)
-        return
-    _unshare(CLONE_NEWUSER, "a user namespace")
-    _map_ids(jail.ids)
-    # Not dumpable: its /proc files (environ, and its parent's view of it) become root's, as they do
-    # for the root sandbox's children after the uid switch.
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _wipe(uid: int) -> None:
+    """Remove what the child's uid left in the writable places (root's sandbox). Only its own
+    entries: the directories put back under them (a venv under /tmp) belong to root."""
+    for d in CHILD_WRITABLE:
+        for entry in os.scandir(d):
+            if entry.stat(follow_symlinks=False).st_uid != uid:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
 
 
 def _limits(job_limits: dict) -> None:
@@ -551,6 +570,9 @@ def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
     if jail.mode is None:
         workdir = os.path.join(jail.scratch, "work")
         os.makedirs(workdir, exist_ok=True)
+    elif jail.mode == "root":
+        os.mkdir(WORKDIR, 0o700)
+        os.chown(WORKDIR, jail.uid, jail.uid)
     template.sendall(b"f")
     message, (job_w, result_r), _, _ = socket.recv_fds(template, STATUS.size, 2)
     (pid,) = STATUS.unpack(message)
@@ -566,6 +588,7 @@ def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
     os.close(result_r)
     if jail.mode == "root":
         _kill_uid(jail.uid)
+        _wipe(jail.uid)
     else:
         # In a pid namespace of its own the child is its first process: its death takes every other.
         try:
