@@ -50,8 +50,8 @@ print(json.dumps({"seconds": seconds, "outputs": outputs, "ok": sum(r.status == 
 
 def one_run(tree: Path, rows: Path, repeat: int, workers: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run([sys.executable, "-c", ONE_RUN, str(rows), str(repeat), str(workers), str(ROOT / "params.yaml")],
-                         env=env, cwd=tree, capture_output=True, text=True, check=True)  # fmt: skip
+    command = [sys.executable, "-c", ONE_RUN, str(rows), str(repeat), str(workers), str(ROOT / "params.yaml")]
+    out = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.splitlines()[-1])
 
 
@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         order = list(trees) if i % 2 == 0 else list(reversed(trees))
         for name in order:
             runs[name].append(one_run(trees[name], args.rows, args.repeat, args.workers))
-        console.print(f"round {i + 1}/{args.rounds}: " + ", ".join(f"{k} {runs[k][-1]['seconds']:.2f} s" for k in trees))
+        times = ", ".join(f"{k} {runs[k][-1]['seconds']:.2f} s" for k in trees)
+        console.print(f"round {i + 1}/{args.rounds}: {times}")
     ratios = [a["seconds"] / b["seconds"] for a, b in zip(runs["this tree"], runs["against"])]
     summary = {name: {"median_seconds": statistics.median(r["seconds"] for r in rs),
                       "jobs_per_s": n / statistics.median(r["seconds"] for r in rs),
@@ -83,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     for column in ("tree", "median s", "jobs/s", "ok jobs"):
         table.add_column(column, justify="left" if column == "tree" else "right")
     for name, s in summary.items():
-        table.add_row(f"{name} ({trees[name]})", f"{s['median_seconds']:.2f}", f"{s['jobs_per_s']:.0f}", str(s["ok_jobs"]))
+        row = (f"{name} ({trees[name]})", f"{s['median_seconds']:.2f}", f"{s['jobs_per_s']:.0f}", str(s["ok_jobs"]))
+        table.add_row(*row)
     console.print(table)
     console.print(f"median time ratio (this tree / against): {statistics.median(ratios):.3f}")
     console.print("outputs agree" if agree else "[red]outputs DISAGREE[/]")
@@ -92,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     report = {"rows": str(args.rows), "jobs": n, "rounds": args.rounds, "workers": args.workers,
               "cpu_count": os.cpu_count(), "python": sys.version.split()[0], "platform": platform.platform(),
               "trees": {k: str(v) for k, v in trees.items()}, "summary": summary,
-              "time_ratios": ratios, "median_time_ratio": statistics.median(ratios), "outputs_agree": agree}  # fmt: skip
+              "time_ratios": ratios, "median_time_ratio": statistics.median(ratios),
+              "outputs_agree": agree}  # fmt: skip
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")
     console.print(f"wrote {RESULTS.relative_to(ROOT)}")
     return 0 if agree else 1

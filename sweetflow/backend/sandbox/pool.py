@@ -50,7 +50,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[3]
 # user namespace, a pid namespace of its own per child does.
 WALLS = {
     "root": ("no-network", "private-tmp", "unprivileged-uid", "empty-root", "hidden-processes", "fresh-process"),
-    "user-namespace": ("no-network", "private-tmp", "own-pid-namespace", "empty-root", "hidden-processes", "fresh-process"),
+    "user-namespace": (
+        "no-network", "private-tmp", "own-pid-namespace", "empty-root", "hidden-processes", "fresh-process",
+    ),
 }
 
 

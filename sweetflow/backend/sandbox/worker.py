@@ -29,6 +29,7 @@ plus `sweetflow.backend.sandbox.plaindata`.
 from __future__ import annotations
 
 import ctypes
+import errno
 import gc
 import json
 import os
@@ -56,7 +57,8 @@ CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 0x1000, 0x4000, 1 << 18
 MNT_DETACH = 2
-SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+# pivot_root has no libc wrapper: its system call number, by machine (41 is the generic table's).
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 # What the new root holds besides the code directories on sys.path: the places the dynamic linker
 # looks for shared libraries (an answer's `import hashlib` loads libcrypto), its cache, and the
@@ -65,7 +67,7 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
 LIBRARY_FILES = ("/etc/ld.so.cache",)
 DEVICES = ("null", "zero", "full", "random", "urandom")
-DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"}
+DEV_LINKS = {"fd": "/proc/self/fd", **{name: f"/proc/self/fd/{i}" for i, name in enumerate(("stdin", "stdout", "stderr"))}}
 # The places each child may write, fresh for each: a code directory under one (a venv under /tmp) is
 # put back inside it.
 CHILD_WRITABLE = ("/tmp", "/dev/shm")
@@ -244,7 +246,8 @@ def _put_back() -> tuple[list[str], dict[str, str]]:
     code = _code_dirs()
     # Entries that are no directory (an editable install's path hook) stay as they are.
     entries = [(e, os.path.realpath(e or ".")) for e in sys.path]
-    sys.path[:] = [real if os.path.exists(real) else e for e, real in entries if real in code or not os.path.exists(real)]
+    sys.path[:] = [real if os.path.exists(real) else e for e, real in entries
+                   if real in code or not os.path.exists(real)]  # fmt: skip
     sys.path_importer_cache.clear()
     links = {d: os.readlink(d) for d in LIBRARY_DIRS if os.path.islink(d)}
     libraries = {os.path.realpath(d) for d in LIBRARY_DIRS if os.path.isdir(d)}
@@ -285,7 +288,10 @@ def _build_root(proc_options: str | None) -> tuple[str, ...]:
         for fd in (*handles.values(), *devices.values()):
             os.close(fd)
     os.chdir(new)
-    if libc.syscall(SYS_PIVOT_ROOT[os.uname().machine], b".", b".") != 0:
+    machine = os.uname().machine
+    if machine not in SYS_PIVOT_ROOT:
+        raise OSError(errno.ENOSYS, f"pivot_root: no system call number known for {machine}")
+    if libc.syscall(SYS_PIVOT_ROOT[machine], b".", b".") != 0:
         raise OSError(ctypes.get_errno(), f"pivot_root: {os.strerror(ctypes.get_errno())}")
     # The host's root now lies under ours, at the same place: detach it, and it is gone.
     if libc.umount2(b".", MNT_DETACH) != 0:

@@ -55,7 +55,7 @@ SCAN = textwrap.dedent(
 def correct_answer(token: str) -> str:
     """An answer of a usual length (ColBench's references run to a few hundred bytes or more), with the
     token at its end, where the start of a freed block the allocator reuses does not reach."""
-    steps = "".join(f"    # step {i}: double the input, as the task asks, one careful comment at a time\n" for i in range(24))
+    steps = "".join(f"    # step {i}: double the input, as the task asks, one careful comment\n" for i in range(24))
     return f'def f(x):\n{steps}    return x * 2  # {token}\n'
 
 
