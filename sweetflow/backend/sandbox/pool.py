@@ -49,10 +49,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[3]
 # uid per worker keeps its children from every other process; as a normal user, in an unprivileged
 # user namespace, a pid namespace of its own per child does.
 WALLS = {
-    "root": ("no-network", "private-tmp", "unprivileged-uid", "empty-root", "hidden-processes", "fresh-process"),
-    "user-namespace": (
-        "no-network", "private-tmp", "own-pid-namespace", "empty-root", "hidden-processes", "fresh-process",
-    ),
+    "root": ("no-network", "private-tmp", "unprivileged-uid", "hidden-project", "hidden-processes"),
+    "user-namespace": ("no-network", "private-tmp", "own-pid-namespace", "hidden-project", "hidden-processes"),
 }
 
 

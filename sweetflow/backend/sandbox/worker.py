@@ -76,8 +76,11 @@ WORKDIR = "/tmp/work"  # the child's working directory, in its own /tmp
 ANSWER_NAME = "__answer__"
 # The child may not start threads (RLIMIT_NPROC), so numerical libraries must stay single-threaded.
 CHILD_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-BASE_LAYERS = ("session", "rlimits", "empty-cwd", "scrubbed-env", "closed-fds", "fresh-process")
-WALL_LAYERS = ("no-network", "private-tmp", "empty-root", "hidden-processes")
+BASE_LAYERS = ("session", "rlimits", "empty-cwd", "scrubbed-env", "closed-fds")
+# The walls by name, as the tasks stage records them (its metrics): "hidden-project" is the empty root,
+# in which nothing of the host is in sight but what Python needs.
+ROOT_LAYERS = ("no-network", "private-tmp", "unprivileged-uid", "hidden-project", "hidden-processes")
+USER_LAYERS = ("user-namespace", "no-network", "private-tmp", "hidden-project", "own-pid-namespace", "hidden-processes")
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -130,7 +133,7 @@ def _isolate_as_root(layers: list[str]) -> Jail:
         _writable_places(_build_root("hidepid=invisible"))
     except OSError as e:
         return Jail(None, layers, f"a root of our own: {e.strerror}")
-    return Jail("root", [*layers, *WALL_LAYERS, "unprivileged-uid"])
+    return Jail("root", [*layers, *ROOT_LAYERS])
 
 
 def _isolate_in_user_namespace(layers: list[str]) -> Jail:
@@ -156,8 +159,7 @@ def _isolate_in_user_namespace(layers: list[str]) -> Jail:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     reexpose = _build_root(None)
     pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY)
-    return Jail("user-namespace", [*layers, *WALL_LAYERS, "user-namespace", "own-pid-namespace"], None, ids, pid_ns,
-                reexpose=reexpose)  # fmt: skip
+    return Jail("user-namespace", [*layers, *USER_LAYERS], None, ids, pid_ns, reexpose=reexpose)
 
 
 def _probe_user_namespace(ids: tuple[int, int]) -> str | None:
