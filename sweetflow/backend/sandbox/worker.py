@@ -13,13 +13,13 @@ inside an unprivileged user namespace, and gives each child a pid namespace of i
 `_isolate_in_user_namespace`). Where neither works it runs without them and says why.
 
 Before it reads any job it forks a template: a process that has never held an answer's text or
-results, and forks every child. For each job the template makes two pipes, forks the child and
+results, and forks every child. Ahead of each job the template makes two pipes, forks the child and
 hands this process the job's write end and the results' read end (`socket.send_fds`), keeping
 neither: the code goes from here to the child, the results from the child to here, and no child
-starts with another answer in its memory. The child starts its own session, enters its walls (a
-fresh /tmp and /dev/shm, IPC and mount namespaces of its own), applies resource limits, closes every
-other descriptor, reads its job, executes the answer and then each test call under a per-call alarm,
-and streams one line per call back. This process enforces the wall-clock bound and kills whatever the
+starts with another answer in its memory. The child starts its own session, enters its walls (see
+`_enter_walls`), closes every other descriptor, waits for its job, applies resource limits,
+executes the answer and then each test call under a per-call alarm, and streams one line per call
+back. This process enforces the wall-clock bound and kills whatever the
 child left behind; the template reaps it and reports how it ended.
 
 Protocol on stdin/stdout: one JSON object per line each way (see `Sandbox`). Standard library only,
@@ -323,15 +323,13 @@ def _read_only(target: str) -> None:
 
 
 def _enter_walls(jail: Jail) -> None:
-    """In a child: an IPC namespace of its own, and its own uid (root's sandbox: the worker's /tmp
-    and /dev/shm are wiped after each child, as a mount namespace per child costs more than the
-    answer) or user namespace (a normal user's, where the child is the first process of its own pid
-    namespace, and mounts its procfs and its own /tmp and /dev/shm)."""
+    """In a child, before its job: an IPC namespace of its own, and (a normal user's sandbox, where
+    the child is the first process of its own pid namespace) its own procfs, /tmp and /dev/shm and
+    a user namespace of its own. Root's sandbox shares the worker's /tmp and /dev/shm, wiped after
+    each child (a mount namespace per child costs more than the answer), and the child takes its
+    uid once its job has come (`_drop_to_uid`)."""
     if jail.mode == "root":
         _unshare(CLONE_NEWIPC, "an IPC namespace")
-        os.setgroups([])
-        os.setgid(jail.uid)
-        os.setuid(jail.uid)
         return
     _unshare(CLONE_NEWNS | CLONE_NEWIPC, "mount and IPC namespaces")
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
@@ -342,6 +340,15 @@ def _enter_walls(jail: Jail) -> None:
     # Not dumpable: its /proc files (environ, and its parent's view of it) become root's, as they do
     # for the root sandbox's children after the uid switch.
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _drop_to_uid(uid: int) -> None:
+    """Root's sandbox: the child becomes the children's uid only once its job has come, for by then
+    the worker has killed whatever the previous child left under that uid; until then it waits as
+    root, out of every answer's reach."""
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
 
 
 def _writable_places(reexpose: tuple[str, ...]) -> None:
@@ -397,14 +404,14 @@ def _on_alarm(signum, frame):
     raise CallTimeout()
 
 
-def _read_job(fd: int) -> dict | None:
-    """The job the worker writes to the child's pipe; None when it closes the pipe without one (a
-    check that the walls go up)."""
+def _read_job(fd: int) -> bytes:
+    """The job the worker writes to the child's pipe: its JSON, `null` for a check that the walls go
+    up, nothing when the worker is gone."""
     chunks = []
     while chunk := os.read(fd, 1 << 16):
         chunks.append(chunk)
     os.close(fd)
-    return json.loads(b"".join(chunks)) if chunks else None
+    return b"".join(chunks)
 
 
 def _child(jail: Jail, job_fd: int, result_fd: int, devnull: int, workdir: str) -> None:
@@ -419,8 +426,13 @@ def _child(jail: Jail, job_fd: int, result_fd: int, devnull: int, workdir: str) 
         os.closerange(3, low)
         os.closerange(low + 1, high)
         os.closerange(high + 1, 65536)
+        text = _read_job(job_fd)  # the template forks each child ahead of its job: it waits here
+        if not text:
+            os._exit(0)
+        job = json.loads(text)
+        if jail.mode == "root":
+            _drop_to_uid(jail.uid)
         os.chdir(workdir)
-        job = _read_job(job_fd)
         if job is None:
             os._exit(0)
         _limits(job["limits"])
@@ -536,9 +548,10 @@ def start_template(jail: Jail, devnull: int) -> socket.socket:
 
 
 def _template(sock: socket.socket, jail: Jail, devnull: int) -> None:
-    """For each byte the worker sends: fork a child, hand the worker the child's pid, the write end
-    of its job pipe and the read end of its results pipe, then report how the child ended."""
-    while sock.recv(1):
+    """Fork a child, hand the worker the child's pid, the write end of its job pipe and the read end
+    of its results pipe, report how the child ended; then the next. Each child is forked while the
+    worker answers the pool for the one before, and waits for its job."""
+    while True:
         job_r, job_w = os.pipe()
         result_r, result_w = os.pipe()
         if jail.mode == "user-namespace":
@@ -558,7 +571,10 @@ def _template(sock: socket.socket, jail: Jail, devnull: int) -> None:
         os.close(job_w)
         os.close(result_r)
         _, status = os.waitpid(pid, 0)
-        sock.sendall(STATUS.pack(status))
+        try:
+            sock.sendall(STATUS.pack(status))
+        except OSError:  # the worker is gone
+            return
 
 
 def _recv_exactly(sock: socket.socket, n: int) -> bytes:
@@ -581,13 +597,14 @@ def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
     elif jail.mode == "root":
         os.mkdir(WORKDIR, 0o700)
         os.chown(WORKDIR, jail.uid, jail.uid)
-    template.sendall(b"f")
-    message, (job_w, result_r), _, _ = socket.recv_fds(template, STATUS.size, 2)
-    (pid,) = STATUS.unpack(message)
+    message, fds, _, _ = socket.recv_fds(template, STATUS.size, 2)
+    if len(message) != STATUS.size or len(fds) != 2:
+        raise ConnectionError("the sandbox's template process is gone")
+    (pid,), (job_w, result_r) = STATUS.unpack(message), fds
     limits = job["limits"] if job else {"task_timeout_s": 10, "max_output_bytes": 0}
     deadline = time.monotonic() + float(limits["task_timeout_s"])
     try:
-        _write_all(job_w, line or b"")
+        _write_all(job_w, line or b"null")
     except BrokenPipeError:  # the child died entering its walls: its status says so
         pass
     finally:
