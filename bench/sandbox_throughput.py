@@ -13,7 +13,6 @@ Prints a table and writes bench/results/sandbox_throughput.json. Usage:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform

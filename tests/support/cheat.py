@@ -16,7 +16,6 @@ import textwrap
 import time
 import uuid
 from contextlib import contextmanager
-from pathlib import Path
 
 from tests.support.project import ROOT
 
