@@ -19,8 +19,8 @@ neither: the code goes from here to the child, the results from the child to her
 starts with another answer in its memory. The child starts its own session, enters its walls (see
 `_enter_walls`), closes every other descriptor, waits for its job, applies resource limits,
 executes the answer and then each test call under a per-call alarm, and streams one line per call
-back. This process enforces the wall-clock bound and kills whatever the
-child left behind; the template reaps it and reports how it ended.
+back. This process enforces the wall-clock bound and kills whatever the child left behind; the
+template reaps it and reports how it ended.
 
 Protocol on stdin/stdout: one JSON object per line each way (see `Sandbox`). Standard library only,
 plus `sweetflow.backend.sandbox.plaindata`.
