@@ -2,16 +2,22 @@
 
 `Sandbox` keeps a small pool of pre-warmed worker processes (`sweetflow.backend.sandbox.worker`). Each job
 (one piece of code plus the test calls to evaluate after it) runs in a fresh child forked by a
-worker: own session, kept from every other process (by a uid, or a pid namespace, of its own),
-resource limits, no network, an empty temporary directory, a scrubbed environment. The per-call timeout is enforced in the child, the per-job
-wall-clock bound by the worker, and a worker that dies is replaced; nothing an answer does can take
-the caller down. Outputs come back as plain-data JSON text (`sweetflow.backend.sandbox.plaindata`).
+worker's template: own session, kept from every other process (by a uid, or a pid namespace, of its
+own), resource limits, no network, an empty temporary directory, a scrubbed environment. The
+per-call timeout is enforced in the child, the per-job wall-clock bound by the worker, and a worker
+that dies is replaced; nothing an answer does can take the caller down. Outputs come back as
+plain-data JSON text (`sweetflow.backend.sandbox.plaindata`).
 
-The children see the interpreter, the standard library and site-packages, and nothing of the
-project, the caller's working directory, the home directories or any process but their own. The
-workers put up these walls as root, or as a normal user in unprivileged user namespaces; where they
-can do neither the pool refuses to start, unless `run_without_walls` is set. A child inherits its
-worker's heap, where earlier jobs' source lingers: a pool that checks references never scores answers.
+A child sees a root of its own, empty but for what Python needs, read-only: the standard library and
+the site-packages on sys.path, the interpreter and the system's shared libraries; then a minimal
+/dev, a procfs in which it sees no process but its own, and a fresh /tmp. Nothing else of the host:
+not the project, a second checkout, a `dvc exp run --temp` copy, the file being scored or the home
+directories, wherever they lie; its mount table names only what was put back. The template that
+forks it has never held an answer's text or results: the code reaches the child through a pipe
+only the worker writes, and the results come back through one only the worker reads, so no child
+starts with an earlier answer in its memory. The workers put up these walls as root, or as a normal
+user in unprivileged user namespaces; where they can do neither the pool refuses to start, unless
+`run_without_walls` is set.
 """
 
 from __future__ import annotations
@@ -144,9 +150,8 @@ class _Worker:
             "PYTHONPATH": str(PROJECT_ROOT),
             "SWEETFLOW_SANDBOX_UID": str(uid),
             "SWEETFLOW_SANDBOX_SCRATCH": self.scratch.name,
-            # What the children must not see: the project (its code regenerates the tasks, its data
-            # holds the references), the directory the caller works in and the caller's home.
-            "SWEETFLOW_SANDBOX_HIDE": os.pathsep.join(sorted({str(PROJECT_ROOT), os.getcwd(), *_home()})),
+            # On sys.path, but never put back in the children's root: its code regenerates the tasks.
+            "SWEETFLOW_SANDBOX_PROJECT": str(PROJECT_ROOT),
         }
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "sweetflow.backend.sandbox.worker"],
@@ -201,11 +206,6 @@ class _Worker:
         if self.scratch is not None:
             self.scratch.cleanup()
             self.scratch = None
-
-
-def _home() -> list[str]:
-    home = os.path.expanduser("~")
-    return [home] if os.path.isabs(home) else []
 
 
 class Sandbox:

@@ -1,19 +1,26 @@
-"""The sandbox worker: a pre-warmed process that forks one jailed child per answer.
+"""The sandbox worker: a pre-warmed process whose template forks one jailed child per answer.
 
 Started by `sweetflow.backend.sandbox.pool.Sandbox` with a scrubbed environment. At start it puts up
-its walls: new network and mount namespaces (no network at all; private tmpfs over every
-world-writable directory, and over the project, the caller's working directory and the home
-directories: the answer sees the interpreter, the standard library and site-packages, nothing of
-ours), and a procfs in which an answer sees no process but its own. As root (of the host) it makes
-them directly and gives its children a fresh unprivileged uid; as a normal user it makes them inside
-an unprivileged user namespace, and gives each child a pid namespace of its own instead (see
+its walls: new network and mount namespaces (no network at all), and a root of its own that is
+empty but for what running Python needs, put back read-only at the same paths: the standard
+library and the site-packages on sys.path, the interpreter and the system's shared libraries
+(/usr/lib, /etc/ld.so.cache); then a minimal /dev (null, zero, full, random, urandom, shm), a procfs
+of its own in which an answer sees no process but its own, and an empty /tmp. Nothing else of the
+host is there: not the project, not a copy of it, not the file being scored, wherever they lie; the
+mount table names only what was put back (`_build_root`). As root (of the host) the worker makes
+these directly and gives its children a fresh unprivileged uid; as a normal user it makes them
+inside an unprivileged user namespace, and gives each child a pid namespace of its own instead (see
 `_isolate_in_user_namespace`). Where neither works it runs without them and says why.
 
-It then reads jobs from stdin and, for each, forks a child that: starts its own session, enters its
-walls, applies resource limits, closes every inherited descriptor, runs in an empty working
-directory, executes the answer and then each test call under a per-call alarm, and streams one JSON
-line per call to a pipe. The worker enforces the wall-clock bound, kills whatever the child left
-behind and wipes its files.
+Before it reads any job it forks a template: a process that has never held an answer's text or
+results, and forks every child. Ahead of each job the template makes two pipes, forks the child and
+hands this process the job's write end and the results' read end (`socket.send_fds`), keeping
+neither: the code goes from here to the child, the results from the child to here, and no child
+starts with another answer in its memory. The child starts its own session, enters its walls (see
+`_enter_walls`), closes every other descriptor, waits for its job, applies resource limits,
+executes the answer and then each test call under a per-call alarm, and streams one line per call
+back. This process enforces the wall-clock bound and kills whatever the child left behind; the
+template reaps it and reports how it ended.
 
 Protocol on stdin/stdout: one JSON object per line each way (see `Sandbox`). Standard library only,
 plus `sweetflow.backend.sandbox.plaindata`.
@@ -22,6 +29,7 @@ plus `sweetflow.backend.sandbox.plaindata`.
 from __future__ import annotations
 
 import ctypes
+import errno
 import gc
 import json
 import os
@@ -29,9 +37,12 @@ import resource
 import select
 import shutil
 import signal
+import socket
+import stat
+import struct
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from sweetflow.backend.sandbox import plaindata
 
@@ -45,14 +56,31 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 0x1000, 0x4000, 1 << 18
+MNT_DETACH = 2
+# pivot_root has no libc wrapper: its system call number, by machine (41 is the generic table's).
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
-WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue")
-HOME_DIRS = ("/home", "/root")
+# What the new root holds besides the code directories on sys.path: the places the dynamic linker
+# looks for shared libraries (an answer's `import hashlib` loads libcrypto), its cache, and the
+# devices a Python program may open. /lib and /lib64 are symlinks into /usr on merged systems, and
+# are made again as such.
+LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
+LIBRARY_FILES = ("/etc/ld.so.cache",)
+DEVICES = ("null", "zero", "full", "random", "urandom")
+DEV_LINKS = {"fd": "/proc/self/fd", **{name: f"/proc/self/fd/{i}" for i, name in enumerate(("stdin", "stdout", "stderr"))}}
+# The places each child may write, fresh for each: a code directory under one (a venv under /tmp) is
+# put back inside it.
+CHILD_WRITABLE = ("/tmp", "/dev/shm")
+STAGING = "/tmp"  # where the new root is built, before it becomes "/"
+WORKDIR = "/tmp/work"  # the child's working directory, in its own /tmp
 ANSWER_NAME = "__answer__"
 # The child may not start threads (RLIMIT_NPROC), so numerical libraries must stay single-threaded.
 CHILD_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 BASE_LAYERS = ("session", "rlimits", "empty-cwd", "scrubbed-env", "closed-fds")
-USERNS_WORKDIR = "/tmp/work"
+# The walls by name, as the tasks stage records them (its metrics): "hidden-project" is the empty root,
+# in which nothing of the host is in sight but what Python needs.
+ROOT_LAYERS = ("no-network", "private-tmp", "unprivileged-uid", "hidden-project", "hidden-processes")
+USER_LAYERS = ("user-namespace", "no-network", "private-tmp", "hidden-project", "own-pid-namespace", "hidden-processes")
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -70,14 +98,14 @@ class Jail:
     mode: str | None
     layers: list[str]
     problem: str | None = None
-    # user-namespace mode: our ids, our own pid namespace, and what each child must expose again.
+    # user-namespace mode: our ids, and our own pid namespace.
     ids: tuple[int, int] = (0, 0)
     pid_ns: int = -1
-    reexpose: list[str] = field(default_factory=list)
-    # root mode: the children's uid, and the private writable places to wipe after each; else the
-    # directory that holds the children's working directories.
+    # root mode: the children's uid.
     uid: int | None = None
-    private_dirs: list[str] = field(default_factory=list)
+    # user-namespace mode: the code directories that lie in a child's writable places, put back in each.
+    reexpose: tuple[str, ...] = ()
+    # Without walls: the directory that holds the children's working directories.
     scratch: str = ""
 
 
@@ -98,21 +126,14 @@ def _initial_user_namespace() -> bool:
 def _isolate_as_root(layers: list[str]) -> Jail:
     if libc.unshare(CLONE_NEWNET | CLONE_NEWNS) != 0:
         return Jail(None, layers, f"unshare of network and mount namespaces: {os.strerror(ctypes.get_errno())}")
-    layers.append("no-network")
-    # Keep our mounts from propagating back to the host.
-    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        return Jail(None, layers, f"private mounts: {os.strerror(ctypes.get_errno())}")
-    _cover_and_expose(_hidden(), WRITABLE_DIRS)
-    layers += ["private-tmp", "unprivileged-uid", "hidden-project"]
-    # A procfs of our own in which an unprivileged uid sees only its own processes: the child sees
-    # no other process or command line, while we (root) still see, and kill, all of its. A container
-    # whose /proc has masked parts refuses a new one: the pool then says this layer is missing.
     try:
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible")
+        # A procfs of our own in which an unprivileged uid sees only its own processes: the child sees
+        # no other process or command line, while we (root) still see, and kill, all of its. A
+        # container whose /proc has masked parts refuses a new one: the pool then refuses to start.
+        _writable_places(_build_root("hidepid=invisible"))
     except OSError as e:
-        return Jail("root", layers, f"a procfs of our own: {e.strerror}")
-    layers.append("hidden-processes")
-    return Jail("root", layers)
+        return Jail(None, layers, f"a root of our own: {e.strerror}")
+    return Jail("root", [*layers, *ROOT_LAYERS])
 
 
 def _isolate_in_user_namespace(layers: list[str]) -> Jail:
@@ -136,18 +157,9 @@ def _isolate_in_user_namespace(layers: list[str]) -> Jail:
     if pid:
         _relay(pid)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
-    # The writable places are covered per child (below), which then puts back what lies in them.
-    reexpose = _cover_and_expose(_hidden(), ())
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    reexpose = _build_root(None)
     pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY)
-    jail = Jail("user-namespace", layers, None, ids, pid_ns, reexpose)
-    # Every step a child takes is one we could not test here: run one, so that a refusal shows now.
-    status = run_job(None, jail, os.open(os.devnull, os.O_RDWR))["exit_code"]
-    if status != 0:
-        return Jail(None, layers, "a child could not enter its namespaces (pid, mount, IPC, user)")
-    jail.layers += ["user-namespace", "no-network", "private-tmp", "hidden-project", "own-pid-namespace", "hidden-processes"]
-    return jail
+    return Jail("user-namespace", [*layers, *USER_LAYERS], None, ids, pid_ns, reexpose=reexpose)
 
 
 def _probe_user_namespace(ids: tuple[int, int]) -> str | None:
@@ -202,11 +214,6 @@ def _map_ids(ids: tuple[int, int]) -> None:
             fh.write(text)
 
 
-def _hidden() -> list[str]:
-    hidden = [d for d in os.environ.get("SWEETFLOW_SANDBOX_HIDE", "").split(os.pathsep) if d]
-    return [*hidden, *HOME_DIRS]
-
-
 def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
     enc = lambda s: s.encode() if s is not None else None  # noqa: E731
     if libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
@@ -214,92 +221,171 @@ def _mount(source: str, target: str, fstype: str | None, flags: int, data: str |
         raise OSError(e, f"mount {source} on {target}: {os.strerror(e)}")
 
 
-def _private_ancestor(path: str) -> str | None:
-    """The topmost ancestor of `path` that other users may not enter (e.g. /root, mode 0700)."""
-    parts = path.strip("/").split("/")
-    for i in range(1, len(parts)):
-        ancestor = "/" + "/".join(parts[:i])
-        if not os.stat(ancestor).st_mode & 0o001:
-            return ancestor
-    return None
-
-
 def _under(path: str, dirs) -> bool:
-    return any(path == d or path.startswith(d + "/") for d in dirs)
+    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)
 
 
-def _cover_and_expose(hide: list[str], writable_dirs) -> list[str]:
-    """Cover every shared writable place in `writable_dirs`, every directory closed to other users,
-    and the `hide` directories (the project, the caller's working directory, home directories) with
-    an empty tmpfs; then put back, read-only, just the directories on sys.path (interpreter, stdlib,
-    venv) — never a hidden directory itself, so the project's own code and data stay out of the
-    answer's reach even when it is on sys.path.
-
-    The venv may lie under /tmp or inside the project, the interpreter under /root (pyenv, mode
-    0700): each needed directory is held open (O_PATH) before it is covered, and bind-mounted back
-    from that handle at its own path. Returns the needed directories that lie in the shared writable
-    places not in `writable_dirs`, whose covers are yet to come.
-    """
-    all_writable = [d for d in WRITABLE_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-    writable = [d for d in all_writable if d in writable_dirs]
-    hide = sorted({os.path.realpath(d) for d in hide if os.path.isdir(d)} - {"/"})
-    needed = sorted({os.path.realpath(p) for p in sys.path if os.path.isdir(p)} - set(hide))
-    # A closed directory inside a covered writable one (/tmp/pytest-of-root) is gone with it.
-    private = sorted({a for p in needed if (a := _private_ancestor(p)) and not _under(a, writable)})
-    closed = [d for d in private + hide if not _under(os.path.dirname(d), writable + private + hide)]
-    handles = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in needed if _under(p, writable + closed)}
-    for d in writable:
-        _mount("tmpfs", d, "tmpfs", 0, "size=64m,mode=1777")
-    for d in closed:  # one inside another is gone with it
-        _mount("tmpfs", d, "tmpfs", 0, "size=1m,mode=755")
-    _expose(handles)
-    for d in closed:
-        _mount("none", d, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
-    for fd in handles.values():
-        os.close(fd)
-    return [p for p in needed if _under(p, all_writable) and not _under(p, writable)]
+def _code_dirs() -> list[str]:
+    """The directories on sys.path that hold Python's own modules: the standard library (under the
+    interpreter's base prefix) and site-packages. Never the project, nor a directory above it, even
+    when it is on sys.path (PYTHONPATH, a .pth file): its code regenerates the tasks."""
+    project = os.path.realpath(os.environ.get("SWEETFLOW_SANDBOX_PROJECT", "/nonexistent"))
+    bases = {os.path.realpath(p) for p in (sys.base_prefix, sys.base_exec_prefix)} - {"/"}
+    found = []
+    for entry in sys.path:
+        path = os.path.realpath(entry or ".")
+        if not os.path.exists(path) or _under(project, [path]):
+            continue
+        if _under(path, bases) or os.path.basename(path) in ("site-packages", "dist-packages"):
+            found.append(path)
+    return found
 
 
-def _expose(handles: dict[str, int]) -> None:
-    """Bind-mount each held directory back, read-only, at its own path."""
+def _put_back() -> tuple[list[str], dict[str, str]]:
+    """What the new root holds of the host (directories and files, by real path) and the symlinks
+    made again in it. Also points sys.path at the real paths of the code directories, and drops the
+    rest of it: those are all that exist in the new root."""
+    code = _code_dirs()
+    # Entries that are no directory (an editable install's path hook) stay as they are.
+    entries = [(e, os.path.realpath(e or ".")) for e in sys.path]
+    sys.path[:] = [real if os.path.exists(real) else e for e, real in entries
+                   if real in code or not os.path.exists(real)]  # fmt: skip
+    sys.path_importer_cache.clear()
+    links = {d: os.readlink(d) for d in LIBRARY_DIRS if os.path.islink(d)}
+    libraries = {os.path.realpath(d) for d in LIBRARY_DIRS if os.path.isdir(d)}
+    files = {os.path.realpath(sys.executable), *(f for f in LIBRARY_FILES if os.path.isfile(f))}
+    paths = sorted({*code, *libraries, *files})
+    # One inside another comes back with it.
+    return [p for i, p in enumerate(paths) if not _under(p, paths[:i])], links
+
+
+def _build_root(proc_options: str | None) -> tuple[str, ...]:
+    """Build the children's root in a tmpfs and make it ours (pivot_root): the code directories and
+    libraries of `_put_back`, read-only; a minimal /dev; a procfs of our pid namespace; an empty /tmp.
+    The host's root is then detached, so that nothing else of it is reachable or in the mount table.
+    Returns what lies in the children's writable places (to put back in each child)."""
+    paths, links = _put_back()
+    _mount("none", "/", None, MS_REC | MS_PRIVATE, None)  # nothing we mount propagates to the host
+    # Held open before anything is covered: a venv may lie under /tmp, where the new root is built.
+    handles = {p: os.open(p, os.O_PATH) for p in paths}
+    devices = {f"/dev/{d}": os.open(f"/dev/{d}", os.O_PATH) for d in DEVICES}
+    new = STAGING
+    _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    try:
+        for link, target in links.items():
+            os.makedirs(os.path.dirname(new + link), mode=0o755, exist_ok=True)
+            os.symlink(target, new + link)
+        for d in ("/proc", "/dev", "/tmp"):
+            os.makedirs(new + d, mode=0o755, exist_ok=True)
+        _expose(handles, new)
+        _mount("tmpfs", new + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
+        os.mkdir(new + "/dev/shm", 0o755)
+        for name, target in DEV_LINKS.items():
+            os.symlink(target, f"{new}/dev/{name}")
+        _expose(devices, new, read_only=False)  # a device node is written through any mount
+        _read_only(new + "/dev")
+        _mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, proc_options)
+        _read_only(new)
+    finally:
+        for fd in (*handles.values(), *devices.values()):
+            os.close(fd)
+    os.chdir(new)
+    machine = os.uname().machine
+    if machine not in SYS_PIVOT_ROOT:
+        raise OSError(errno.ENOSYS, f"pivot_root: no system call number known for {machine}")
+    if libc.syscall(SYS_PIVOT_ROOT[machine], b".", b".") != 0:
+        raise OSError(ctypes.get_errno(), f"pivot_root: {os.strerror(ctypes.get_errno())}")
+    # The host's root now lies under ours, at the same place: detach it, and it is gone.
+    if libc.umount2(b".", MNT_DETACH) != 0:
+        raise OSError(ctypes.get_errno(), f"detaching the host's root: {os.strerror(ctypes.get_errno())}")
+    os.chdir("/")
+    return tuple(p for p in paths if _under(p, CHILD_WRITABLE))
+
+
+def _expose(handles: dict[str, int], root: str = "", read_only: bool = True) -> None:
+    """Bind-mount each held directory or file back, at its own path under `root`."""
     for path, fd in handles.items():
-        os.makedirs(path, mode=0o755, exist_ok=True)
-        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None)
-        # A mount made by a user namespace may not drop the flags it inherited (nosuid, nodev, noexec).
-        locked = os.statvfs(path).f_flag & (os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC)
-        _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | locked, None)
+        target = root + path
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.makedirs(target, mode=0o755, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+        _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC, None)
+        if read_only:
+            _read_only(target)
 
 
-def _enter_user_jail(jail: Jail) -> None:
-    """In a child, first process of its own pid namespace: the rest of its walls (see
-    `_isolate_in_user_namespace`)."""
+def _read_only(target: str) -> None:
+    # A mount made by a user namespace may not drop the flags it inherited (nosuid, nodev, noexec).
+    locked = os.statvfs(target).f_flag & (os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC)
+    _mount("none", target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | locked, None)
+
+
+def _enter_walls(jail: Jail) -> None:
+    """In a child, before its job: an IPC namespace of its own, and (a normal user's sandbox, where
+    the child is the first process of its own pid namespace) its own procfs, /tmp and /dev/shm and
+    a user namespace of its own. Root's sandbox shares the worker's /tmp and /dev/shm, wiped after
+    each child (a mount namespace per child costs more than the answer), and the child takes its
+    uid once its job has come (`_drop_to_uid`)."""
+    if jail.mode == "root":
+        _unshare(CLONE_NEWIPC, "an IPC namespace")
+        return
     _unshare(CLONE_NEWNS | CLONE_NEWIPC, "mount and IPC namespaces")
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    _writable_places(jail.reexpose)
+    os.mkdir(WORKDIR, 0o700)
+    _unshare(CLONE_NEWUSER, "a user namespace")
+    _map_ids(jail.ids)
+    # Not dumpable: its /proc files (environ, and its parent's view of it) become root's, as they do
+    # for the root sandbox's children after the uid switch.
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _drop_to_uid(uid: int) -> None:
+    """Root's sandbox: the child becomes the children's uid only once its job has come, for by then
+    the worker has killed whatever the previous child left under that uid; until then it waits as
+    root, out of every answer's reach."""
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+
+
+def _writable_places(reexpose: tuple[str, ...]) -> None:
+    """A fresh tmpfs over each place a child may write, with the code directories that lie in them
+    put back (`reexpose`: a venv or checkout under /tmp)."""
     # Opened here: a bind mount's source must be a mount of this mount namespace, not the worker's.
-    handles = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in jail.reexpose}
-    covered = [d for d in WRITABLE_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-    for d in covered:
-        _mount("tmpfs", d, "tmpfs", 0, "size=64m,mode=1777")
-    # The path down to a directory put back inside a fresh tmpfs (a venv or checkout under /tmp) is
-    # made again there, owned by the child's own uid: it would be free to write beside the code it
-    # imports. Each such path gets a tmpfs of its own, read-only once the code is mounted in it.
+    handles = {p: os.open(p, os.O_PATH) for p in reexpose}
+    for d in CHILD_WRITABLE:
+        _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+    # The path down to what is put back would be made again in the fresh tmpfs, owned by whoever
+    # made it: a child would be free to write beside the code it imports. Each such path gets a
+    # tmpfs of its own, read-only once the code is mounted in it.
     skeletons = sorted(
-        {f"{d}/{os.path.relpath(p, d).split('/')[0]}" for p in jail.reexpose for d in covered if _under(p, [d])}
-        - set(jail.reexpose)
+        {f"{d}/{os.path.relpath(p, d).split('/')[0]}" for p in reexpose for d in CHILD_WRITABLE if _under(p, [d])}
+        - set(reexpose)
     )
     for top in skeletons:
         os.makedirs(top, exist_ok=True)
         _mount("tmpfs", top, "tmpfs", 0, "size=1m,mode=755")
     _expose(handles)
     for top in skeletons:
-        locked = os.statvfs(top).f_flag & (os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC)  # as in _expose
-        _mount("none", top, None, MS_REMOUNT | MS_BIND | MS_RDONLY | locked, None)
-    os.mkdir(USERNS_WORKDIR, 0o700)
-    _unshare(CLONE_NEWUSER, "a user namespace")
-    _map_ids(jail.ids)
-    # Not dumpable: its /proc files (environ, and its parent's view of it) become root's, as they do
-    # for the root sandbox's children after the uid switch.
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        _read_only(top)
+    for fd in handles.values():
+        os.close(fd)
+
+
+def _wipe(uid: int) -> None:
+    """Remove what the child's uid left in the writable places (root's sandbox). Only its own
+    entries: the directories put back under them (a venv under /tmp) belong to root."""
+    for d in CHILD_WRITABLE:
+        for entry in os.scandir(d):
+            if entry.stat(follow_symlinks=False).st_uid != uid:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
 
 
 def _limits(job_limits: dict) -> None:
@@ -318,23 +404,35 @@ def _on_alarm(signum, frame):
     raise CallTimeout()
 
 
-def _child(job: dict | None, jail: Jail, workdir: str, result_fd: int, devnull: int) -> None:
+def _read_job(fd: int) -> bytes:
+    """The job the worker writes to the child's pipe: its JSON, `null` for a check that the walls go
+    up, nothing when the worker is gone."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+
+
+def _child(jail: Jail, job_fd: int, result_fd: int, devnull: int, workdir: str) -> None:
     """Runs in the forked child; never returns. Without a job it only enters its walls (a check)."""
     try:
         os.setsid()
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
-        if jail.mode == "user-namespace":
-            _enter_user_jail(jail)
-        os.closerange(3, result_fd)
-        os.closerange(result_fd + 1, 65536)
-        os.chdir(workdir)
+        if jail.mode is not None:
+            _enter_walls(jail)
+        low, high = sorted((job_fd, result_fd))
+        os.closerange(3, low)
+        os.closerange(low + 1, high)
+        os.closerange(high + 1, 65536)
+        text = _read_job(job_fd)  # the template forks each child ahead of its job: it waits here
+        if not text:
+            os._exit(0)
+        job = json.loads(text)
         if jail.mode == "root":
-            # A fresh IPC namespace per answer: shared memory or message queues it creates die with it.
-            _unshare(CLONE_NEWIPC, "an IPC namespace")
-            os.setgroups([])
-            os.setgid(jail.uid)
-            os.setuid(jail.uid)
+            _drop_to_uid(jail.uid)
+        os.chdir(workdir)
         if job is None:
             os._exit(0)
         _limits(job["limits"])
@@ -429,57 +527,103 @@ def _kill_uid(uid: int) -> None:
             pass
 
 
-def _wipe(paths: list[str], uid: int) -> None:
-    """Remove what the child's uid left in the private writable places. Only its own entries:
-    the directories we exposed again under them (a venv under /tmp) belong to root."""
-    for d in paths:
-        for entry in os.scandir(d):
-            if entry.stat(follow_symlinks=False).st_uid != uid:
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                os.unlink(entry.path)
+STATUS = struct.Struct("i")
 
 
-def run_job(job: dict | None, jail: Jail, devnull: int) -> dict:
-    """Run one job in a fresh child; None: a child that only enters its walls and exits."""
-    if jail.mode == "user-namespace":
-        workdir = USERNS_WORKDIR  # the child makes it, in a /tmp of its own
-    else:
+def start_template(jail: Jail, devnull: int) -> socket.socket:
+    """Fork the template, which forks every child (see the module's docstring); return our end of
+    the socket it hands each child's pipes over. Called before any job is read."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    if os.fork():
+        theirs.close()
+        return ours
+    try:
+        ours.close()
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        for fd in (0, 1):
+            os.dup2(devnull, fd)  # the pool's pipes are the worker's: its death must close them
+        _template(theirs, jail, devnull)
+    finally:
+        os._exit(0)
+
+
+def _template(sock: socket.socket, jail: Jail, devnull: int) -> None:
+    """Fork a child, hand the worker the child's pid, the write end of its job pipe and the read end
+    of its results pipe, report how the child ended; then the next. Each child is forked while the
+    worker answers the pool for the one before, and waits for its job."""
+    while True:
+        job_r, job_w = os.pipe()
+        result_r, result_w = os.pipe()
+        if jail.mode == "user-namespace":
+            _unshare(CLONE_NEWPID, "a pid namespace")  # the next child's, and its alone
+        workdir = WORKDIR if jail.mode is not None else os.path.join(jail.scratch, "work")
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            os.close(job_w)
+            os.close(result_r)
+            _child(jail, job_r, result_w, devnull, workdir)
+        if jail.mode == "user-namespace" and libc.setns(jail.pid_ns, CLONE_NEWPID) != 0:
+            raise OSError(ctypes.get_errno(), "setns back to our pid namespace")
+        os.close(job_r)
+        os.close(result_w)
+        socket.send_fds(sock, [STATUS.pack(pid)], [job_w, result_r])
+        os.close(job_w)
+        os.close(result_r)
+        _, status = os.waitpid(pid, 0)
+        try:
+            sock.sendall(STATUS.pack(status))
+        except OSError:  # the worker is gone
+            return
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the sandbox's template process is gone")
+        data += chunk
+    return data
+
+
+def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
+    """Run one job (its JSON line) in a fresh child of the template; None: a child that only enters
+    its walls and exits."""
+    job = json.loads(line) if line else None
+    if jail.mode is None:
         workdir = os.path.join(jail.scratch, "work")
         os.makedirs(workdir, exist_ok=True)
-        if jail.mode == "root":
-            os.chown(workdir, jail.uid, jail.uid)
-            os.chmod(workdir, 0o700)
-    r, w = os.pipe()
-    if jail.mode == "user-namespace":
-        _unshare(CLONE_NEWPID, "a pid namespace")  # the next child's, and its alone
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        _child(job, jail, workdir, w, devnull)
-    if jail.mode == "user-namespace" and libc.setns(jail.pid_ns, CLONE_NEWPID) != 0:
-        raise OSError(ctypes.get_errno(), "setns back to our pid namespace")
-    os.close(w)
+    elif jail.mode == "root":
+        os.mkdir(WORKDIR, 0o700)
+        os.chown(WORKDIR, jail.uid, jail.uid)
+    message, fds, _, _ = socket.recv_fds(template, STATUS.size, 2)
+    if len(message) != STATUS.size or len(fds) != 2:
+        raise ConnectionError("the sandbox's template process is gone")
+    (pid,), (job_w, result_r) = STATUS.unpack(message), fds
     limits = job["limits"] if job else {"task_timeout_s": 10, "max_output_bytes": 0}
     deadline = time.monotonic() + float(limits["task_timeout_s"])
-    data, problem = _read_results(r, deadline, int(limits["max_output_bytes"]))
-    os.close(r)
+    try:
+        _write_all(job_w, line or b"null")
+    except BrokenPipeError:  # the child died entering its walls: its status says so
+        pass
+    finally:
+        os.close(job_w)
+    data, problem = _read_results(result_r, deadline, int(limits["max_output_bytes"]))
+    os.close(result_r)
     if jail.mode == "root":
         _kill_uid(jail.uid)
+        _wipe(jail.uid)
     else:
         # In a pid namespace of its own the child is its first process: its death takes every other.
         try:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    _, status = os.waitpid(pid, 0)
+    (status,) = STATUS.unpack(_recv_exactly(template, STATUS.size))
     signal_no = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-    if jail.mode != "user-namespace":
+    if jail.mode is None:
         shutil.rmtree(workdir, ignore_errors=True)
-    if jail.private_dirs:
-        _wipe(jail.private_dirs, jail.uid)
     return {
         "lines": data.decode("utf-8", "replace"),
         "problem": problem,
@@ -488,13 +632,17 @@ def run_job(job: dict | None, jail: Jail, devnull: int) -> dict:
     }
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def main() -> None:
     sys.dont_write_bytecode = True
     jail = _isolate()
     if jail.mode == "root":
         jail.uid = int(os.environ["SWEETFLOW_SANDBOX_UID"])
-        jail.scratch = "/tmp/sweetflow-sandbox"
-        jail.private_dirs = [d for d in WRITABLE_DIRS if os.path.ismount(d)]
     elif jail.mode is None:
         jail.scratch = os.environ["SWEETFLOW_SANDBOX_SCRATCH"]
     stdin, stdout = sys.stdin.buffer, sys.stdout
@@ -502,11 +650,15 @@ def main() -> None:
     # Objects that exist now are never collected: the collector then leaves their memory pages
     # alone in the children, which spares each child the copies that touching them would cost.
     gc.freeze()
-    stdout.write(json.dumps({"ready": True, "isolation": jail.layers, "problem": jail.problem}) + "\n")
+    template = start_template(jail, devnull)
+    layers, problem = jail.layers, jail.problem
+    if jail.mode is not None and run_job(None, jail, template)["exit_code"] != 0:
+        # Every step a child takes is one we could not test here: run one, so that a refusal shows now.
+        layers, problem = list(BASE_LAYERS), "a child could not enter its walls (mount, IPC, uid or user namespace)"
+    stdout.write(json.dumps({"ready": True, "isolation": layers, "problem": problem}) + "\n")
     stdout.flush()
     for line in stdin:
-        job = json.loads(line)
-        stdout.write(json.dumps(run_job(job, jail, devnull)) + "\n")
+        stdout.write(json.dumps(run_job(line, jail, template)) + "\n")
         stdout.flush()
 
 

@@ -150,9 +150,13 @@ HOSTILE = [
         "ok", "exception",
     ),
     hostile(
-        # What may show is only the path back to a venv inside the project (its site-packages).
+        # What may show is only the path down to a venv inside the project (its site-packages).
         "lists the project directory",
-        "import os\ndef f(x):\n    return 1 if {'params.yaml', 'sweetflow', 'data'} & set(os.listdir('$repo')) else 0\n",
+        """
+        import os
+        def f(x):
+            return 1 if os.path.isdir('$repo') and {'params.yaml', 'sweetflow', 'data'} & set(os.listdir('$repo')) else 0
+        """,
         "ok", None,
     ),
     # Other processes and their command lines (a stage's own names its task files): none in sight.
