@@ -83,9 +83,10 @@ class SandboxParams(Section):
     open_files: int = Field(ge=8, description="Open file descriptors allowed to an answer (RLIMIT_NOFILE).")
     max_output_bytes: int = Field(ge=1024, description="Most bytes of encoded outputs accepted from one answer.")
     run_without_walls: bool = Field(
-        description="Where the sandbox cannot put up its walls (no network, a private /tmp, the project and home "
-        "directories hidden, no other process in sight), as it can as root or with unprivileged user namespaces, "
-        "run untrusted code anyway, with a warning. false: the stage refuses to start, and says why."
+        description="Where the sandbox cannot put up its walls (no network, an empty root holding only Python's "
+        "standard library, site-packages and system libraries, a private /tmp, no other process in sight), as it can "
+        "as root or with unprivileged user namespaces, run untrusted code anyway, with a warning. false: the stage "
+        "refuses to start, and says why."
     )
 
 
