@@ -702,7 +702,7 @@ class ChatTemplateParams(Section):
     date: datetime.date = Field(
         description="The day a chat template that reads the clock (Llama 3.2's strftime_now, date_string) writes "
         "into every prompt, pinned so that no render depends on the day a stage runs (YYYY-MM-DD). The adopted "
-        "checkpoint's manifest records it."
+        "checkpoint's manifest records it. Quoted in params.yaml: DVC reads no YAML dates."
     )
 
 

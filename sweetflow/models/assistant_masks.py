@@ -200,14 +200,14 @@ def check_template(tokenizer, where: str) -> None:
             "to params chat_template.date"
         )
     if cause is None:
+        cause = _mask_error(tokenizer)
+    if cause is None:
         cause = lost_system_message(tokenizer)
     if cause is None and drops_reasoning(tokenizer) and not _reasoning_off(tokenizer):
         cause = (
             "the chat template drops the agent's reasoning (<think>…</think>) from earlier turns, and generates "
             "with reasoning on: the turns the agent records are not the turns the template renders"
         )
-    if cause is None:
-        cause = _mask_error(tokenizer)
     if cause is None:
         prompt = _render(tokenizer, PROBE_CHAT[:-1], add_generation_prompt=True)
         if not _render(tokenizer, trained_chat(tokenizer, PROBE_CHAT)).startswith(prompt):
