@@ -242,7 +242,9 @@ def _mask_error(tokenizer) -> str | None:
     expected = [m["content"] for m in trained_chat(tokenizer, PROBE_CHAT) if m["role"] == "assistant"]
     texts = [tokenizer.decode(run, skip_special_tokens=True).strip() for run in _runs(ids, mask)]
     if len(texts) != len(expected) or any(_squeeze(e) not in _squeeze(t) for e, t in zip(expected, texts)):
-        return f"the chat template's assistant mask covers {texts!r}, not the agent's {len(expected)} turns {expected!r}"
+        return (
+            f"the chat template's assistant mask covers {texts!r}, not the agent's {len(expected)} turns {expected!r}"
+        )
     others = [m["content"] for m in PROBE_CHAT if m["role"] != "assistant"]
     leaked = [o for o in others if any(_squeeze(o) in _squeeze(t) for t in texts)]
     if leaked:

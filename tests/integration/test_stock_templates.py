@@ -33,8 +33,8 @@ RECORDS = {
 
 def smallest_chain(params: dict, base: Path) -> None:
     """One critic (with training-time information) and the one policy that learns from it, one seed, eight
-    training tasks of four samples each, pairs whose better side reaches 0.5 (sections replaced whole: a merge would keep the other critics and
-    policies), on the checkpoint `base`."""
+    training tasks of four samples each, pairs whose better side reaches 0.5, on the checkpoint `base`
+    (sections replaced whole: a merge would keep the other critics and policies)."""
     params["critics"] = {"with_info": params["critics"]["with_info"]}
     params["policies"] = {"sweet": params["policies"]["sweet"]}
     params["seeds"] = [0]
@@ -48,7 +48,8 @@ def smallest_chain(params: dict, base: Path) -> None:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    return make_project(tmp_path_factory.mktemp("stock") / "project", merge(SMALL_PARAMS, {"train_domains": ["backend"]}))
+    root = tmp_path_factory.mktemp("stock")
+    return make_project(root / "project", merge(SMALL_PARAMS, {"train_domains": ["backend"]}))
 
 
 @pytest.mark.parametrize("model", sorted(RECORDS))

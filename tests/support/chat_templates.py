@@ -36,7 +36,8 @@ class Stock:
 
 
 _LLAMA_TURN = (
-    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' }}",
+    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'"
+    "+ message['content'] | trim + '<|eot_id|>' }}",
     "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' }}{%- if message['role'] == 'assistant' %}"
     + GEN + "{{- message['content'] | trim + '<|eot_id|>' }}" + END
     + "{%- else %}{{- message['content'] | trim + '<|eot_id|>' }}{%- endif %}",
@@ -68,10 +69,12 @@ STOCK = {
             ("'\\n</think>\\n\\n' + content.lstrip('\\n') }}",
              "'\\n</think>\\n\\n' }}" + GEN + "{{- content.lstrip('\\n') }}" + END),
             ("{%- else %}\n                {{- '<|im_start|>' + message.role + '\\n' + content }}",
-             "{%- else %}\n                {{- '<|im_start|>' + message.role + '\\n' }}" + GEN + "{{- content }}" + END),
+             "{%- else %}\n                {{- '<|im_start|>' + message.role + '\\n' }}"
+             + GEN + "{{- content }}" + END),
             ("{%- else %}\n            {{- '<|im_start|>' + message.role + '\\n' + content }}",
              "{%- else %}\n            {{- '<|im_start|>' + message.role + '\\n' }}" + GEN + "{{- content }}" + END),
-            (_QWEN3_CLOSE, "        " + GEN + "{{- '<|im_end|>' }}" + END + "{{- '\\n' }}\n    {%- elif message.role == \"tool\" %}"),
+            (_QWEN3_CLOSE, "        " + GEN + "{{- '<|im_end|>' }}" + END
+             + "{{- '\\n' }}\n    {%- elif message.role == \"tool\" %}"),
         ),
     ),
     "mistral-7b-instruct-v0.2": Stock(
@@ -96,7 +99,8 @@ STOCK = {
     ),
     "phi-3-mini-4k-instruct": Stock(
         "phi-3-mini-4k-instruct.jinja", "<s>", "<|end|>", ("<|user|>", "<|assistant|>", "<|system|>"),
-        (("{{message['content'] + '<|end|>' + '\n'}}", GEN + "{{message['content'] + '<|end|>'}}" + END + "{{ '\n' }}"),),
+        (("{{message['content'] + '<|end|>' + '\n'}}",
+          GEN + "{{message['content'] + '<|end|>'}}" + END + "{{ '\n' }}"),),
     ),
     "smollm2-135m-instruct": Stock(
         "smollm2-135m-instruct.jinja", None, "<|im_end|>", _CHATML,
@@ -109,7 +113,8 @@ STOCK = {
     ),
     # Refused at adoption (it drops reasoning and has no switch to turn it off): no twin needed.
     "deepseek-r1": Stock(
-        "deepseek-r1.jinja", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", ("<｜User｜>", "<｜Assistant｜>"), ()
+        "deepseek-r1.jinja", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", ("<｜User｜>", "<｜Assistant｜>"),
+        (),
     ),
 }  # fmt: skip
 USABLE = sorted(name for name, stock in STOCK.items() if stock.twin)

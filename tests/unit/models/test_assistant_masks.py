@@ -98,17 +98,18 @@ def test_the_system_message_reaches_the_critic_and_the_policy_in_every_sequence(
 
 
 # The templates as shipped: those that training cannot use as they are, and why.
+REASONING_ON = "drops the agent's reasoning (<think>…</think>) from earlier turns, and generates with reasoning on"
 RAW = {
     "llama-3.1-8b-instruct": None,
     "qwen2.5-7b-instruct": None,
     "smollm2-135m-instruct": None,
     "llama-3.2-3b-instruct": "writes today's date (strftime_now) into every prompt",
-    "qwen3-0.6b": "drops the agent's reasoning (<think>…</think>) from earlier turns, and generates with reasoning on",
+    "qwen3-0.6b": REASONING_ON,
     "mistral-7b-instruct-v0.2": "refuses a system role (Conversation roles must alternate",
     "gemma-2-2b-it": "refuses a system role (System role not supported)",
     "mistral-7b-instruct-v0.3": "drops the system message from a chat that ends with an agent turn: the critic",
     "phi-3-mini-4k-instruct": "drops the system message from a chat that ends with an agent turn: the critic",
-    "deepseek-r1": "drops the agent's reasoning (<think>…</think>) from earlier turns, and generates with reasoning on",
+    "deepseek-r1": REASONING_ON,
 }
 ADOPTED = {
     "llama-3.1-8b-instruct": {"system": "system message", "date": "2024-07-26"},
@@ -176,7 +177,8 @@ def test_the_date_a_template_reads_is_the_params_date(day):
 @pytest.mark.parametrize("model", USABLE)
 def test_each_turn_is_the_agents_text_and_the_token_that_closes_it(model):
     plain, _, _ = adopted(model)
-    chat = trained_chat(plain, PROBE_CHAT + [{"role": "user", "content": "Thanks."}, {"role": "assistant", "content": " Done. "}])
+    more = [{"role": "user", "content": "Thanks."}, {"role": "assistant", "content": " Done. "}]
+    chat = trained_chat(plain, PROBE_CHAT + more)
     turns = segmented(plain, chat, "turns", 10_000)  # each run of masked tokens a segment
     texts = [
         plain.decode([i for i, s in zip(turns.input_ids, turns.segment_ids) if s == k])
