@@ -8,9 +8,11 @@
   validation loss). Every demonstration, not only the successful ones: the demonstrator asks about
   each hidden fact with probability `skill`, and a base policy that imitates this mixed skill
   sometimes answers too early, as a real base model does; SWEET-RL has something to fix.
-- with `model.base` a local checkpoint directory (e.g. Llama-3.1-8B-Instruct): that model and its
-  chat template as they are, hard-linked into the output (copied across filesystems). A hub id is
-  an input error: nothing is downloaded.
+- with `model.base` a local checkpoint directory (e.g. Llama-3.1-8B-Instruct): that model, hard-linked
+  into the output (copied across filesystems), with its chat template made one training can use or
+  refused (`sweetflow.models.checkpoint`: the date pinned to params `chat_template.date`, reasoning off,
+  the system message folded into the first user turn; the manifest's `chat_template` says which). A hub
+  id is an input error: nothing is downloaded.
 
 Writes `models/DOMAIN/base/` (the checkpoint, `training_config.json` — the params, data counts and
 training summary that produced it — and `manifest.json`) and `reports/DOMAIN/stages/base_model/`
@@ -31,7 +33,7 @@ from stages._common import Stage, begin
 from sweetflow import paths
 from sweetflow.artifacts import stage_output, write_json
 from sweetflow.errors import run_stage
-from sweetflow.models.checkpoint import link_or_copy_tree, local_checkpoint, save_checkpoint
+from sweetflow.models.checkpoint import local_checkpoint, save_checkpoint
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
 from sweetflow.params import ModelParams, TrainingParams
 from sweetflow.rl.loop import TrainRun, launch, live_report
@@ -89,13 +91,15 @@ def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage, sections: d
 
 def adopt_local(p: ModelParams, stage: Stage, sections: dict) -> None:
     domain = stage.domain
-    source = local_checkpoint(p.base, f"{domain}.model.base")
-    with stage_output(paths.base_model(domain), stage.name, sections, [source], p.seed) as out:
-        how = link_or_copy_tree(source, out.dir)
+    adopted = local_checkpoint(p.base, f"{domain}.model.base", stage.params.chat_template.date)
+    sections = {**sections, "chat_template": stage.params.chat_template}
+    with stage_output(paths.base_model(domain), stage.name, sections, [adopted.path], p.seed) as out:
+        how = adopted.copy_to(out.dir)
+        out.chat_template = adopted.record
     with live_report(paths.stage_report(domain, "base_model")) as report:
         (report / "plots" / "metrics").mkdir(parents=True)  # declared plots: no curves, nothing was trained
-        write_json(report / "metrics.json", {"base": str(source), "files": how, "trained": False})
-    print(f"{paths.base_model(domain)}: {source} ({how})")
+        write_json(report / "metrics.json", {"base": str(adopted.path), "files": how, "trained": False})
+    print(f"{paths.base_model(domain)}: {adopted.path} ({how}; chat template: {adopted.record})")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ hash of every input and of the output itself, and the seed; and, for a stage tha
 a server it started (`backend: served`), what each server served (`served`: the checkpoint, its
 hash, the model name and the command line, without the port); for a stage that asked an endpoint
 elsewhere (`backend: openai`), what answered (`endpoints`: the responses' model names and system
-fingerprints). It holds nothing else, so that the same inputs, params and code give the same bytes,
-and DVC's early cut-off works: a stage rerun with an identical result leaves every stage after it up
-to date. What differs from run to run (when it started and how long it took, the commit, the
+fingerprints); for an adopted base checkpoint, how its chat template was made usable
+(`chat_template`). It holds nothing else, so that the same inputs, params and code give the same
+bytes, and DVC's early cut-off works: a stage rerun with an identical result leaves every stage after
+it up to date. What differs from run to run (when it started and how long it took, the commit, the
 packages, the machine and its CPU) goes to the stage's run record, `reports/runs/<stage>.json`: a
 cached output of the stage like its data, so that DVC's run cache and `dvc push` carry it with the
 artifact it describes (a restored artifact comes back with the record of the run that made it).
@@ -162,13 +163,15 @@ def write_json(path: Path, obj: object) -> None:
 class StageOutput:
     """What a stage fills inside `stage_output`: files in `dir`, numbers in `metrics`, in `run` the
     facts of this run that differ between runs of the same inputs (such as training time), and in
-    `served` what the servers it started served. `inputs` holds the inputs' content hashes."""
+    `served` what the servers it started served, in `chat_template` how an adopted checkpoint's chat template
+    was made usable (`sweetflow.models.checkpoint`). `inputs` holds the inputs' content hashes."""
 
     dir: Path
     inputs: dict[str, str] = field(default_factory=dict)
     metrics: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)
     served: dict = field(default_factory=dict)
+    chat_template: dict = field(default_factory=dict)
 
 
 @contextmanager
@@ -218,6 +221,7 @@ def stage_output(
             "seed": seed,
             **({"served": result.served} if result.served else {}),
             **({"endpoints": answered_endpoints()} if _ANSWERED else {}),
+            **({"chat_template": result.chat_template} if result.chat_template else {}),
         }
         write_json(tmp / MANIFEST, manifest)
         _replace_dir(tmp, out)

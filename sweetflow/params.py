@@ -8,6 +8,7 @@ unknown or ill-typed one). `sweetflow params` prints every key with its value an
 
 from __future__ import annotations
 
+import datetime
 import reprlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -736,6 +737,17 @@ class FrontendParams(Section):
     model: ModelParams = Field(description=ModelParams.__doc__)
 
 
+class ChatTemplateParams(Section):
+    """How a local checkpoint's chat template is adopted (stage `base_model` with `model.base` a directory;
+    sweetflow.models.checkpoint)."""
+
+    date: datetime.date = Field(
+        description="The day a chat template that reads the clock (Llama 3.2's strftime_now, date_string) writes "
+        "into every prompt, pinned so that no render depends on the day a stage runs (YYYY-MM-DD). The adopted "
+        "checkpoint's manifest records it. Quoted in params.yaml: DVC reads no YAML dates."
+    )
+
+
 class Params(Section):
     """The whole of params.yaml."""
 
@@ -769,6 +781,7 @@ class Params(Section):
         description="Each trained policy is trained, and each checkpoint evaluated, once per seed; reports give the mean and spread.",
     )  # fmt: skip
     evaluate: EvaluateParams = Field(description=EvaluateParams.__doc__)
+    chat_template: ChatTemplateParams = Field(description=ChatTemplateParams.__doc__)
 
     @model_validator(mode="after")
     def _names_exist(self) -> "Params":

@@ -40,7 +40,7 @@ def inputs(corpus, tmp_path_factory):
     masks are found by rendering), and real dialogues as SFT examples and as preference pairs in
     groups of two."""
     root = tmp_path_factory.mktemp("distributed")
-    model, tok = load_checkpoint(stock_checkpoint(root / "model", "llama3"))
+    model, tok = load_checkpoint(stock_checkpoint(root / "model", "llama-3.1-8b-instruct"))
     chats = demo_chats(corpus.train, corpus.demos)
     examples, cut = encode_chats(tok, chats, MAX_LENGTH)
     sequences = [segmented(tok, chat, "turns", MAX_LENGTH) for chat in chats]

@@ -1,6 +1,6 @@
 """The trained chain on trajectories made elsewhere: `rollout.source: import` on real ColBench rows,
 through pairs, the critic, candidates and the policies, under `dvc repro`, on a base checkpoint whose
-chat template (Mistral's format) has no generation blocks."""
+chat template (Mistral-7B-Instruct-v0.3's, real) has no generation blocks."""
 
 from __future__ import annotations
 
@@ -35,10 +35,11 @@ TARGETS = ["policy@backend-sweet", "policy@backend-rft", "policy@backend-mtdpo",
 
 
 def test_the_chain_trains_on_imported_trajectories_and_the_file_is_a_dependency(tmp_path, monkeypatch):
-    # The base model has a stock chat template without generation blocks, in Mistral's format (the
-    # system prompt moved into the last user turn): the critics and policies find the agent's turns.
-    project = make_project(tmp_path / "project", merge(PARAMS, {"backend": {"model": {"base": "models/external/mistral-style"}}}))
-    stock_checkpoint(project / "models/external/mistral-style", "mistral")
+    # The base model has Mistral v0.3's chat template (no generation blocks; the system prompt moved into the
+    # last user turn, so adoption folds it into the first): the critics and policies find the agent's turns.
+    base = "models/external/mistral-v0.3"
+    project = make_project(tmp_path / "project", merge(PARAMS, {"backend": {"model": {"base": base}}}))
+    stock_checkpoint(project / base, "mistral-7b-instruct-v0.3")
     (project / "data/sources/train.jsonl").write_text("\n".join(TRAIN_ROWS) + "\n")
     (project / "data/sources/test.jsonl").write_text("\n".join(TEST_ROWS) + "\n")
     # Two samples of every task of the train file, validation tasks included: the reference itself

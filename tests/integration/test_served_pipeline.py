@@ -1,7 +1,7 @@
 """`backend: served` through real `dvc repro`: each seed's checkpoint evaluated by a `transformers
 serve` of its own, candidates sampled from a server of the base model, what each served recorded in
 the manifests, and no server left running. Backend domain only, to keep it to minutes, on a base
-checkpoint with a stock (Llama 3 format) chat template."""
+checkpoint with Llama-3.1-8B-Instruct's real chat template."""
 
 from __future__ import annotations
 
@@ -60,11 +60,11 @@ def small_served(params: dict) -> None:
 @pytest.fixture(scope="module")
 def served_project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("served")
-    # A checkpoint whose chat template has no generation blocks, in Llama 3's format: the server renders
+    # A checkpoint with Llama 3.1's chat template (no generation blocks): the server renders
     # its prompts with that template, and the policy's training finds the agent's turns without blocks.
-    params = merge(SMALL_PARAMS, {"train_domains": ["backend"], "backend": {"model": {"base": "models/external/llama3-style"}}})
+    params = merge(SMALL_PARAMS, {"train_domains": ["backend"], "backend": {"model": {"base": "models/external/llama-3.1"}}})
     project = make_project(root / "project", params)
-    stock_checkpoint(project / "models/external/llama3-style", "llama3")
+    stock_checkpoint(project / "models/external/llama-3.1", "llama-3.1-8b-instruct")
     edit_params(project, small_served)
     run(["git", "commit", "-qam", "served evaluation and candidates"], project)
     run(["dvc", "repro", "--quiet", *TARGETS], project, timeout=900)

@@ -1,0 +1,80 @@
+"""The trained chain under `dvc repro` (base model, rollouts, critic with training-time information,
+candidates, ranking, step pairs, the SWEET-RL policy) on tiny checkpoints that carry the real chat
+templates of stock instruct models: one that keeps the system message and reads a date (Llama 3.1),
+one that drops it from training sequences (Mistral v0.3), one that refuses it (Gemma 2) and a reasoning
+model (Qwen3). One project for the four: the tasks, demonstrations, rollouts (a scripted agent) and
+trajectory pairs do not depend on the model, so each model after the first reruns only the stages that
+read it. Eight tasks, one seed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from sweetflow.artifacts import read_manifest
+from sweetflow.models.checkpoint import load_checkpoint
+from sweetflow.rl.sequences import segmented
+from sweetflow.tables import dialogues_by_trajectory
+from sweetflow.views import chat_for, dialogue_view
+from tests.support.chat_templates import stock_checkpoint
+from tests.support.project import SMALL_PARAMS, make_project, merge, run
+
+TARGET = "policy@backend-sweet"
+RECORDS = {
+    "llama-3.1-8b-instruct": {"system": "system message", "date": "2024-07-26"},
+    "mistral-7b-instruct-v0.3": {"system": "first user turn"},
+    "gemma-2-2b-it": {"system": "first user turn"},
+    "qwen3-0.6b": {"system": "system message", "reasoning": "off (enable_thinking = false)"},
+}
+
+
+def smallest_chain(params: dict, base: str) -> None:
+    """One critic (with training-time information) and the one policy that learns from it, one seed, eight
+    training tasks of four samples each, pairs whose better side reaches 0.5, on the checkpoint `base`
+    (sections replaced whole: a merge would keep the other critics and policies)."""
+    params["critics"] = {"with_info": params["critics"]["with_info"]}
+    params["policies"] = {"sweet": params["policies"]["sweet"]}
+    params["seeds"] = [0]
+    params["backend"]["tasks"].update(n_train=8, n_val=2, n_test=2)
+    params["backend"]["model"]["base"] = base
+    params["rollout"]["samples_per_task"] = 4
+    params["pairs"]["success_reward"] = 0.5  # the scripted agent rarely finishes a task in three turns
+    params["candidates"].update(n=2, share=0.2)
+    params["candidates"]["policy"]["max_new_tokens"] = 8
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("stock")
+    return make_project(root / "project", merge(SMALL_PARAMS, {"train_domains": ["backend"]}))
+
+
+@pytest.mark.parametrize("model", sorted(RECORDS))
+def test_the_trained_chain_runs_on_a_stock_template(model, project: Path, tmp_path: Path):
+    base = f"models/external/{model}"  # where params allow a checkpoint made elsewhere: a dependency
+    stock_checkpoint(project / base, model, max_length=3072)
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    smallest_chain(params, base)
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run(["git", "commit", "-qam", f"the smallest trained chain on {model}'s template"], project)
+    run(["dvc", "repro", "--quiet", TARGET], project, timeout=600)
+
+    manifest = read_manifest(project / "models/backend/base")
+    record = {k: v for k, v in manifest["chat_template"].items() if k != "system_folded_because"}
+    assert record == RECORDS[model] and manifest["params"]["chat_template"] == {"date": "2024-07-26"}
+    _, adopted = load_checkpoint(project / "models/backend/base")
+    _, policy = load_checkpoint(project / "models/backend/policies/sweet/seed0")
+    assert policy.chat_template == adopted.chat_template  # the trained policy keeps the adopted template
+
+    # The critic's training sequences, from the rollouts, carry the reference solution.
+    _, critic = load_checkpoint(project / "models/backend/critics/with_info")
+    tasks = {t["task_id"]: t for t in pl.read_parquet(project / "data/backend/tasks/train.parquet").to_dicts()}
+    dialogues = dialogues_by_trajectory(pl.read_parquet(project / "data/backend/rollout/trajectories.parquet"))
+    (task_id, _), dialogue = next(iter(dialogues.items()))
+    chat = chat_for(dialogue_view(tasks[task_id], dialogue), tasks[task_id]["ground_truth"])
+    sequence = segmented(critic, chat, "turns", 100_000)
+    assert "".join(tasks[task_id]["ground_truth"].split()) in "".join(critic.decode(sequence.input_ids).split())
+    assert (project / "models/backend/policies/sweet/seed0/model.safetensors").is_file()
