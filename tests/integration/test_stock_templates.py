@@ -53,7 +53,7 @@ def project(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("model", sorted(RECORDS))
-def test_the_trained_chain_runs_on_a_stock_template(model, project: Path, tmp_path: Path):
+def test_the_trained_chain_runs_on_a_stock_template(model, project: Path):
     base = f"models/external/{model}"  # where params allow a checkpoint made elsewhere: a dependency
     stock_checkpoint(project / base, model, max_length=3072)
     params = yaml.safe_load((project / "params.yaml").read_text())
