@@ -1,4 +1,4 @@
-"""Pair building (sweetflow/pairs.py) on hand-built frames: the official trajectory rules, turn-state
+"""Pair building (sweetflow/rl/pairs.py) on hand-built frames: the official trajectory rules, turn-state
 sampling and step pairs drawn from the right halves, deterministically."""
 
 from __future__ import annotations
