@@ -44,6 +44,7 @@ def main() -> None:
     stage = begin("critic", __doc__, item="critics")
     domain, name = stage.domain, stage.item
     p, engine = stage.params.critics[name], stage.params.training
+    max_turns = stage.params.episodes.max_turns  # the turn limit the policy's prompts state
     launch(engine)
 
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
@@ -59,7 +60,7 @@ def main() -> None:
     if p.warmup_epochs:
         # Learn to read the critic's view first; the held-out tasks stay unseen, as for the pairs.
         kept = trajectories.filter(~pl.col("task_id").is_in(held))
-        chats = successful_chats(tasks, kept, p.warmup_min_reward, p.training_info)
+        chats = successful_chats(tasks, kept, p.warmup_min_reward, p.training_info, max_turns=max_turns)
         examples, _ = encode_chats(tokenizer, chats, context_length(tokenizer, model.config))
         with tempfile.TemporaryDirectory() as log_dir:  # its summary goes into the critic's metrics
             fitted = train_sft(model, examples, [], p.model_copy(update={"epochs": p.warmup_epochs}), engine, pad, log_dir)
@@ -70,7 +71,8 @@ def main() -> None:
 
     def build(part: pl.DataFrame):
         data, keys, dropped = trajectory_pair_data(
-            tokenizer, tasks, trajectories, part, p.training_info, scoring, context_length(tokenizer, model.config)
+            tokenizer, tasks, trajectories, part, p.training_info, scoring, context_length(tokenizer, model.config),
+            max_turns=max_turns,
         )
         if p.nll_span == "dialogue" and data.sequences:
             data = data.with_context_segment()

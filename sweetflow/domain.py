@@ -23,13 +23,24 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
 from sweetflow.agents.model import open_model_agent
 from sweetflow.dialogue import Agent
 from sweetflow.errors import InputError
-from sweetflow.params import DOMAINS, AgentParams, NoAskAgentParams, Params, ScriptedAgentParams
+from sweetflow.params import (
+    DOMAINS,
+    AgentParams,
+    NoAskAgentParams,
+    Params,
+    RenderParams,
+    SandboxParams,
+    ScoringRules,
+    ScriptedAgentParams,
+    SimilarityParams,
+)
 
 
 @dataclass
@@ -52,10 +63,20 @@ class DomainRuntime:
     unscored: Score  # what an episode that could not be completed scores
 
 
+@dataclass
+class FileScoring:
+    """How `sweetflow score` scores a file of trajectories made elsewhere; each domain reads its own."""
+
+    sandbox: SandboxParams  # backend: the sandbox that runs references and answers
+    render: RenderParams  # frontend: the renderer of answers and targets
+    similarity: SimilarityParams  # frontend: how a rendered page is compared with its target
+    rules: ScoringRules  # backend: ours or ColBench's official filter and comparison
+
+
 class Domain(ABC):
     name: str
     # The two metrics of the paper's Table 2, as metrics files name them; `goal_metric` is the one
-    # the paper's ordering is checked on.
+    # the paper's ordering is checked on. Both are the domain's report's (`sweetflow.domain_report`).
     headline: tuple[str, str]
     goal_metric: str
 
@@ -80,6 +101,10 @@ class Domain(ABC):
     @abstractmethod
     def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
         """The headline metrics of a set of trajectories (TRAJECTORY_SCHEMA) on `tasks`."""
+
+    @abstractmethod
+    def score_file(self, path: Path | str, scoring: FileScoring) -> tuple[dict, pl.DataFrame]:
+        """Score a JSONL of ColBench rows (`task`, `answer`): the summary, and one scored row per line."""
 
     def label_candidates(
         self, params: Params, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]

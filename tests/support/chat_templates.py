@@ -74,7 +74,7 @@ def template(style: str, generation: bool = False) -> str:
 def stock_tokenizer(style: str, generation: bool = False, max_length: int = 3072):
     """A byte-level BPE tokenizer with the style's special tokens, BOS/EOS and chat template."""
     _, bos, eos, others = STYLES[style]
-    tokenizer = train_tokenizer(CORPUS, vocab_size=300, max_length=max_length)
+    tokenizer = train_tokenizer(CORPUS, vocab_size=300, max_turns=10, max_length=max_length)
     tokenizer.add_special_tokens({"additional_special_tokens": [t for t in (bos, eos, *others) if t]})
     tokenizer.eos_token = eos
     tokenizer.bos_token = bos

@@ -20,7 +20,7 @@ CHAT = [
 
 
 def tokenizer(corpus):
-    return train_tokenizer(tokenizer_corpus(corpus.train, demo_chats(corpus.train, corpus.demos)), 384, max_length=1536)
+    return train_tokenizer(tokenizer_corpus(corpus.train, demo_chats(corpus.train, corpus.demos, 10), 10), 384, 10, max_length=1536)
 
 
 def test_tokenizer_splits_numbers_into_digits_and_round_trips(corpus):
@@ -54,7 +54,7 @@ def test_chat_template_marks_exactly_the_assistant_turns(corpus):
 
 
 def test_demonstrations_become_the_policy_view(corpus):
-    chats = demo_chats(corpus.train, corpus.demos)
+    chats = demo_chats(corpus.train, corpus.demos, 10)
     assert len(chats) == len(corpus.demos)
     for chat, demo in zip(chats, corpus.demos):
         assert [m["role"] for m in chat[:2]] == ["system", "user"]
@@ -69,7 +69,7 @@ PAGES = generate_frontend_tasks(40, 8, seed=5)
 def page_tokenizers():
     train, _ = PAGES
     pages = [t["ground_truth"] for t in train]
-    return {name: train_tokenizer(pages, 2048, pre_tokenizer=name) for name in ("digits", "lines")}
+    return {name: train_tokenizer(pages, 2048, 10, pre_tokenizer=name) for name in ("digits", "lines")}
 
 
 def test_a_line_tokenizer_writes_a_page_in_a_fraction_of_the_tokens_and_never_spans_lines(page_tokenizers):
