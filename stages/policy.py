@@ -55,7 +55,8 @@ def main() -> None:
     inputs = [tasks_file, rollout, base_dir]
     if p.method == "rft":
         min_reward = p.min_reward[domain]
-        examples, cut = encode_chats(tokenizer, successful_chats(tasks, trajectories, min_reward, max_turns=max_turns), max_length)
+        chats = successful_chats(tasks, trajectories, min_reward, max_turns=max_turns)
+        examples, cut = encode_chats(tokenizer, chats, max_length)
         if not examples:
             raise InputError(f"{rollout}: no trajectory reaches reward {min_reward}: nothing for RFT to imitate")
         data = {"train_dialogues": len(examples), "dialogues_cut": cut,
@@ -74,8 +75,8 @@ def main() -> None:
             step_file = f"{paths.step_pairs(domain, p.critic)}/pairs.parquet"
             inputs += [candidates_file, step_file]
             pairs, dropped = step_pair_data(
-                tokenizer, tasks, trajectories, pl.read_parquet(candidates_file), pl.read_parquet(step_file), max_length,
-                max_turns=max_turns,
+                tokenizer, tasks, trajectories, pl.read_parquet(candidates_file), pl.read_parquet(step_file),
+                max_length, max_turns=max_turns,
             )
         if not pairs.pairs:
             raise InputError(f"{inputs[-1]}: no preference pair to train on")

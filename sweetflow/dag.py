@@ -170,7 +170,8 @@ def code_closure(module: str, domains: Iterable[str] = DOMAINS, root: Path = ROO
         tree = ast.parse(path.read_text(), str(path))
         todo += _imported(tree)
         called = {getattr(n.func, "id", None) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-        todo += [f"sweetflow.{d}.{module}" for loader, module in DOMAIN_LOADERS.items() if loader in called for d in domains]
+        loaded = [module for loader, module in DOMAIN_LOADERS.items() if loader in called]
+        todo += [f"sweetflow.{d}.{module}" for module in loaded for d in domains]
     return {p.relative_to(root).as_posix() for p in found if p.name != "__init__.py"}
 
 

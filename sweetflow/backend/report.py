@@ -45,7 +45,8 @@ class BackendReport(DomainReport):
         """Which hidden facts the human told, why the episode failed, and each test's actual value."""
         replies = [t["content"] for t in row["dialogue"] if t["role"] == HUMAN]
         details = {"told": sorted(told(task, replies)) if task.get("facts") is not None else []}
-        details["diagnosis"] = failure_kind(task, row["dialogue"], bool(row["success"])) if row["failure"] is None else None
+        completed = row["failure"] is None
+        details["diagnosis"] = failure_kind(task, row["dialogue"], bool(row["success"])) if completed else None
         outputs = row.get("test_outputs")
         if outputs is not None:  # episodes recorded before test outputs were kept have none
             details["outputs"] = outputs

@@ -5,10 +5,11 @@
 - `DesignExpert`: starts from that same plain page and shows it; each turn it applies the
   differences the human's last reply names, each with probability `skill`, and shows the result.
   It answers when the reply names no difference it can act on (the page is right, or the human
-  said nothing usable) or at its last turn (`EpisodeView.max_turns`, the run's `episodes.max_turns`). It knows a named difference by its exact sentence:
-  it compares its own page with the target (`EpisodeView.target`) as the scripted simulator does
-  and acts only on the differences whose sentences the reply contains, so what it changes is
-  exactly what it was told, as the backend expert uses only the facts the human stated.
+  said nothing usable) or at its last turn (`EpisodeView.max_turns`, the run's `episodes.max_turns`).
+  It knows a named difference by its exact sentence: it compares its own page with the target
+  (`EpisodeView.target`) as the scripted simulator does and acts only on the differences whose
+  sentences the reply contains, so what it changes is exactly what it was told, as the backend
+  expert uses only the facts the human stated.
 """
 
 from __future__ import annotations

@@ -66,7 +66,10 @@ def score_frontend_file(
         "similarity": sum(s.similarity for s in scores) / len(scores) if scores else 0.0,
         "count": len(scores),
         "no_html": answer_status.count("no_html"),
-        "render_failures": {"answers": answer_status.count("render_failed"), "targets": target_status.count("render_failed")},
+        "render_failures": {
+            "answers": answer_status.count("render_failed"),
+            "targets": target_status.count("render_failed"),
+        },
     }
     rows = pl.DataFrame(
         {"line": lines, "similarity": similarities, "answer_status": answer_status, "target_status": target_status},

@@ -50,7 +50,8 @@ def _method_panel(ax, d: DomainResults) -> None:
     ax.set_xticks(range(len(ran)), [r.label for r in ran], rotation=25, ha="right", fontsize=8)
     ax.set_ylim(0, 115)
     ax.set_ylabel("%")
-    ax.set_title(f"ColBench {d.domain}: {' and '.join(d.report.columns)} per method (mean ± std over seeds)", fontsize=9)
+    metrics = " and ".join(d.report.columns)
+    ax.set_title(f"ColBench {d.domain}: {metrics} per method (mean ± std over seeds)", fontsize=9)
     if ran:
         ax.legend(fontsize=8, ncols=2, loc="upper left")
     else:

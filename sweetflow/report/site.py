@@ -83,7 +83,8 @@ def results_section(r: DomainResults) -> str:
     )
     out = [
         f'<section id="results-{r.domain}"><h2>{html.escape(report.title)} (<code>{r.domain}</code>)</h2>',
-        f"<p>Numbers are {html.escape(report.description)}, on the test tasks; mean ± standard deviation over seeds.</p>",
+        f"<p>Numbers are {html.escape(report.description)}, on the test tasks; "
+        "mean ± standard deviation over seeds.</p>",
         f'<table class="results"><thead><tr><th>method</th><th>key</th><th>{a} (%)</th><th>{b} (%)</th>'
         f"<th>seeds</th><th>paper: {a} / {b} (%)</th></tr></thead><tbody>{rows}</tbody></table>",
     ]

@@ -199,10 +199,9 @@ def successful_chats(
     `with_info` the critic's (the reference solution in the system message); `max_turns` is the turn
     limit the policy was told (`episodes.max_turns`)."""
     kept = trajectories.filter(pl.col("failure").is_null() & (pl.col("reward") >= min_reward))
-    return [
-        chat_for(dialogue_view(tasks[task_id], dialogue, max_turns), tasks[task_id]["ground_truth"] if with_info else None)
-        for task_id, dialogue in kept.select("task_id", "dialogue").iter_rows()
-    ]
+    rows = kept.select("task_id", "dialogue").iter_rows()
+    views = [(tasks[t], dialogue_view(tasks[t], d, max_turns)) for t, d in rows]
+    return [chat_for(view, task["ground_truth"] if with_info else None) for task, view in views]
 
 
 def step_pair_data(

@@ -116,7 +116,9 @@ def run_episodes(
     task, sample order."""
     done = checkpoint.load()
     todo = [
-        Episode(task, s, episode_seed(seed, task["task_id"], s), runtime.name, runtime.view_fields(task), params.max_turns)
+        Episode(
+            task, s, episode_seed(seed, task["task_id"], s), runtime.name, runtime.view_fields(task), params.max_turns
+        )
         for task in tasks
         for s in range(samples_per_task)
         if (task["task_id"], s) not in done

@@ -34,7 +34,8 @@ def views(corpus) -> list[EpisodeView]:
     out = []
     for i, demo in enumerate(corpus.demos[:6]):
         messages = [Message(t["role"], t["content"]) for t in demo["dialogue"]][: 2 * (i % 3)]
-        out.append(EpisodeView(demo["task_id"], by_id[demo["task_id"]]["problem_description"], messages, demo["seed"], max_turns=10))
+        out.append(EpisodeView(demo["task_id"], by_id[demo["task_id"]]["problem_description"], messages, demo["seed"],
+                               max_turns=10))
     return out
 
 

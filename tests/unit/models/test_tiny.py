@@ -20,7 +20,8 @@ CHAT = [
 
 
 def tokenizer(corpus):
-    return train_tokenizer(tokenizer_corpus(corpus.train, demo_chats(corpus.train, corpus.demos, 10), 10), 384, 10, max_length=1536)
+    corpus_texts = tokenizer_corpus(corpus.train, demo_chats(corpus.train, corpus.demos, 10), 10)
+    return train_tokenizer(corpus_texts, 384, 10, max_length=1536)
 
 
 def test_tokenizer_splits_numbers_into_digits_and_round_trips(corpus):

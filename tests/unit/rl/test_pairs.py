@@ -23,7 +23,8 @@ def traj(
             dialogue.append({"role": "human", "content": f"reply {t}"})
     return {
         "task_id": task_id, "sample": sample, "seed": 0, "dialogue": dialogue, "answer": "", "answered": True,
-        "n_turns": n_turns, "reward": reward, "success": reward == 1.0 if marked else None, "score_status": "ok", "failure": failure,
+        "n_turns": n_turns, "reward": reward, "success": reward == 1.0 if marked else None, "score_status": "ok",
+        "failure": failure,
     }
 
 

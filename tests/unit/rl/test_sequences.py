@@ -103,13 +103,17 @@ def test_a_batch_is_tokenised_as_each_chat_alone(tokenizer, tasks, corpus):
 def test_trajectory_pairs_share_sequences_and_count_what_does_not_fit(tokenizer, tasks, trajectories):
     pairs = trajectory_pairs(trajectories)
     assert pairs.height > 0, "the demonstrations should hold a task with a success and a failure"
-    data, keys, dropped = trajectory_pair_data(tokenizer, tasks, trajectories, pairs, True, "turns", 10_000, max_turns=10)
+    data, keys, dropped = trajectory_pair_data(
+        tokenizer, tasks, trajectories, pairs, True, "turns", 10_000, max_turns=10
+    )
     assert dropped == 0 and len(data.pairs) == pairs.height
     assert len(keys) == len(data.sequences) == len(set(keys))  # one sequence per trajectory, however many pairs
     for (c, r), row in zip(data.pairs, pairs.iter_rows(named=True)):
         assert keys[c] == f"{row['task_id']}:{row['chosen_sample']}" and keys[r] == f"{row['task_id']}:{row['rejected_sample']}"
     shortest = min(len(s.input_ids) for s in data.sequences)
-    _, _, dropped = trajectory_pair_data(tokenizer, tasks, trajectories, pairs, True, "turns", shortest - 1, max_turns=10)
+    _, _, dropped = trajectory_pair_data(
+        tokenizer, tasks, trajectories, pairs, True, "turns", shortest - 1, max_turns=10
+    )
     assert dropped == pairs.height
 
 

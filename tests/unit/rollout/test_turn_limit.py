@@ -33,8 +33,9 @@ def test_the_instructions_state_the_limit_in_words_and_ten_exactly_as_before():
     assert turn_limit(1) == "You have at most one message; the last one counts as your answer."
     assert turn_limit(40) == "You have at most 40 messages; the last one counts as your answer."
     for domain in ("backend", "frontend"):
-        assert policy_instructions(domain, 10).endswith(" You have at most ten messages; the last one counts as your answer.")
-        assert policy_instructions(domain, 3).endswith(" " + turn_limit(3)) and "ten messages" not in policy_instructions(domain, 3)
+        ten, three = policy_instructions(domain, 10), policy_instructions(domain, 3)
+        assert ten.endswith(" You have at most ten messages; the last one counts as your answer.")
+        assert three == ten.replace("at most ten messages", "at most three messages")
 
 
 def run(tasks: list[dict], agent, runtime, max_turns: int, tmp_path) -> list[dict]:
