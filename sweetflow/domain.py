@@ -13,7 +13,9 @@ and the final answer is scored. What differs is who plays the parts and how an a
 `get_domain(name)` gives the `Domain`; its `open(params)` starts what the domain needs (the
 sandbox's workers, or a browser) and yields a `DomainRuntime` for the rollout engine. Making a
 domain's tasks (`tasks@<domain>`) is each domain's `build_tasks(params) -> TaskSet`
-(`sweetflow.backend.tasks.build`, `sweetflow.frontend.build`).
+(`sweetflow.backend.tasks.build`, `sweetflow.frontend.build`). How a domain's results read (its
+metrics' words, what the site shows) is its `DomainReport` (`sweetflow.domain_report`), which starts
+nothing, so that the report does not depend on the sandbox.
 """
 
 from __future__ import annotations
