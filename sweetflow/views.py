@@ -2,12 +2,12 @@
 
 - `policy_chat(view)`: the dialogue from the agent's side, as chat messages: the instructions of
   the task's domain, which state the episode's turn limit (`episodes.max_turns`), the public
-  problem, then the turns. No hidden information. This is what a
-  policy generates from and what SFT, RFT and DPO train it on.
+  problem, then the turns. No hidden information. This is what a policy generates from and what
+  SFT, RFT and DPO train it on.
 - `chat_for(view, reference)`: the same, or with `reference` the critic's view: the training-time
   information (the reference solution) written into the system message (SWEET-RL step 3).
-- `dialogue_view(task, dialogue)`: a recorded dialogue (a trajectory's, or a prefix of it) as the
-  view an agent had.
+- `dialogue_view(task, dialogue, max_turns)`: a recorded dialogue (a trajectory's, or a prefix of
+  it) as the view an agent had.
 """
 
 from __future__ import annotations
