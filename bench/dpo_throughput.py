@@ -92,7 +92,7 @@ def peak_rss_mb() -> float:
 # --- the parent: data, runs, table ------------------------------------------------------------------
 
 
-def build_pairs(tasks: list[dict], demos: list[dict], n: int, seed: int) -> list[dict]:
+def build_pairs(tasks: list[dict], demos: list[dict], n: int, seed: int, max_turns: int) -> list[dict]:
     """`n` pairs as text at a task's opening state (the policy's chat: system prompt and the task):
     chosen, a demonstration's first question on the task; rejected, alternately the demonstration's
     final answer written at once (answering without asking, ColBench's usual failure) and a question
@@ -119,7 +119,7 @@ def build_pairs(tasks: list[dict], demos: list[dict], n: int, seed: int) -> list
             rejected = rng.choice(answers[task_id])
         else:
             rejected = rng.choice(questions[rng.choice([t for t in ids if t != task_id])])
-        prompt = policy_chat(EpisodeView(task_id, by_id[task_id]["problem_description"], [], 0))
+        prompt = policy_chat(EpisodeView(task_id, by_id[task_id]["problem_description"], [], 0, max_turns=max_turns))
         pairs.append({"prompt": prompt, "chosen": chosen, "rejected": rejected})
     return pairs
 
@@ -136,11 +136,13 @@ def prepare(workdir: Path, n_pairs: int) -> dict:
     m, policy = params.backend.model, params.policies["sweet"]
     tasks = pl.read_parquet(TASKS).to_dicts()
     demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
-    tokenizer = train_tokenizer(tokenizer_corpus(tasks, demo_chats(tasks, demos)), m.vocab_size, m.max_length)
+    max_turns = params.episodes.max_turns
+    corpus = tokenizer_corpus(tasks, demo_chats(tasks, demos, max_turns), max_turns)
+    tokenizer = train_tokenizer(corpus, m.vocab_size, max_turns, m.max_length)
     model = build_model(tokenizer, m.hidden_size, m.layers, m.heads, m.max_length, m.seed, m.intermediate_size)
     tokenizer.save_pretrained(workdir / "model")
     model.save_pretrained(workdir / "model")
-    pairs = build_pairs(tasks, demos, n_pairs, m.seed)
+    pairs = build_pairs(tasks, demos, n_pairs, m.seed, max_turns)
     settings = {
         "beta": policy.beta, "nll_coef": policy.nll_coef, "learning_rate": policy.learning_rate,
         "batch_size": policy.batch_size, "epochs": 1, "precision": "no", "threads": 1, "seed": m.seed,

@@ -59,8 +59,10 @@ def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage, sections: d
     tasks_file, demos_file = paths.task_table(domain, "train"), paths.trajectories(domain, "demos")
     tasks = read_tasks(domain, "train")
     demos = pl.read_parquet(demos_file, columns=["task_id", "seed", "dialogue"]).to_dicts()
-    chats = demo_chats(tasks, demos)
-    tokenizer = train_tokenizer(tokenizer_corpus(tasks, chats), p.vocab_size, p.max_length, p.pre_tokenizer)
+    max_turns = stage.params.episodes.max_turns  # the turn limit the demonstrations' prompts state
+    chats = demo_chats(tasks, demos, max_turns)
+    corpus = tokenizer_corpus(tasks, chats, max_turns)
+    tokenizer = train_tokenizer(corpus, p.vocab_size, max_turns, p.max_length, p.pre_tokenizer)
     model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
     held_out = split_by_task(tasks, HOLDOUT_SHARE, p.seed)
     is_held_out = [d["task_id"] in held_out for d in demos]

@@ -40,7 +40,9 @@ def main() -> None:
     with stage_output(paths.candidates(domain), stage.name, {"candidates": p}, inputs, p.seed,
                       paths.stage_metrics(domain, "candidates")) as out:  # fmt: skip
         with open_model_agent(policy) as agent:
-            candidates, failed = generate_candidates(agent, tasks, trajectories, states, p.n, p.seed)
+            candidates, failed = generate_candidates(
+                agent, tasks, trajectories, states, p.n, p.seed, max_turns=stage.params.episodes.max_turns
+            )
         out.served.update(served_records({"candidates.policy": policy}, out.inputs))
         states.write_parquet(out.dir / "states.parquet")
         candidates.write_parquet(out.dir / "candidates.parquet")

@@ -46,6 +46,7 @@ def main() -> None:
     stage = begin("critic", __doc__, item="critics")
     domain, name = stage.domain, stage.item
     p, engine = stage.params.critics[name], stage.params.training
+    max_turns = stage.params.episodes.max_turns  # the turn limit the policy's prompts state
     launch(engine)
 
     # Inputs: the training tasks, their rollouts and pairs, and the base model.
@@ -62,7 +63,8 @@ def main() -> None:
     # Warm-up: learn to read the critic's view first; the held-out tasks stay unseen, as for the pairs.
     warmup = {}
     if p.warmup_epochs:
-        chats = successful_chats(tasks, trajectories.filter(~is_held), p.warmup_min_reward, p.training_info)
+        kept = trajectories.filter(~is_held)
+        chats = successful_chats(tasks, kept, p.warmup_min_reward, p.training_info, max_turns=max_turns)
         examples, _ = encode_chats(tokenizer, chats, context_length(tokenizer, model.config))
         with tempfile.TemporaryDirectory() as log_dir:  # its summary goes into the critic's metrics
             trainer = p.model_copy(update={"epochs": p.warmup_epochs})
@@ -76,7 +78,7 @@ def main() -> None:
     # Pairs in the critic's view, with the start model's log-probs as the reference.
     read = partial(
         critic_pairs, model=model, tokenizer=tokenizer, tasks=tasks, trajectories=trajectories, p=p, engine=engine,
-        pad=pad,
+        pad=pad, max_turns=max_turns,
     )
     train, keys, dropped = read(pairs.filter(~is_held))
     if train is None:
@@ -120,14 +122,15 @@ def main() -> None:
 
 def critic_pairs(
     part: pl.DataFrame, model, tokenizer, tasks: dict[str, dict], trajectories: pl.DataFrame, p: CriticParams,
-    engine: TrainingParams, pad: int,
+    engine: TrainingParams, pad: int, max_turns: int,
 ) -> tuple[ScoredPairs | None, list, int]:
     """The pairs of `part` in the critic's view, one segment per agent turn (or one for all), with
     `model`'s log-probs of their sequences as the reference (None: no pair fits); their keys, and how many
     were too long."""
     scoring = "turns" if p.per_turn else "all"
     data, keys, dropped = trajectory_pair_data(
-        tokenizer, tasks, trajectories, part, p.training_info, scoring, context_length(tokenizer, model.config)
+        tokenizer, tasks, trajectories, part, p.training_info, scoring, context_length(tokenizer, model.config),
+        max_turns=max_turns,
     )
     if p.nll_span == "dialogue" and data.sequences:
         data = data.with_context_segment()

@@ -51,10 +51,12 @@ def main() -> None:
     base, tokenizer = load_checkpoint(base_dir)
     pad = pad_id(tokenizer)
     max_length = context_length(tokenizer, base.config)
+    max_turns = stage.params.episodes.max_turns  # the turn limit the policy's prompts state
     inputs = [tasks_file, rollout, base_dir]
     if p.method == "rft":
         min_reward = p.min_reward[domain]
-        examples, cut = encode_chats(tokenizer, successful_chats(tasks, trajectories, min_reward), max_length)
+        chats = successful_chats(tasks, trajectories, min_reward, max_turns=max_turns)
+        examples, cut = encode_chats(tokenizer, chats, max_length)
         if not examples:
             raise InputError(f"{rollout}: no trajectory reaches reward {min_reward}: nothing for RFT to imitate")
         data = {"train_dialogues": len(examples), "dialogues_cut": cut,
@@ -65,14 +67,16 @@ def main() -> None:
             pairs_file = f"{paths.trajectory_pairs(domain)}/pairs.parquet"
             inputs.append(pairs_file)
             pair_data, _, dropped = trajectory_pair_data(
-                tokenizer, tasks, trajectories, pl.read_parquet(pairs_file), False, "all", max_length
+                tokenizer, tasks, trajectories, pl.read_parquet(pairs_file), False, "all", max_length,
+                max_turns=max_turns,
             )
         else:
             candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
             step_file = f"{paths.step_pairs(domain, p.critic)}/pairs.parquet"
             inputs += [candidates_file, step_file]
             pair_data, dropped = step_pair_data(
-                tokenizer, tasks, trajectories, pl.read_parquet(candidates_file), pl.read_parquet(step_file), max_length
+                tokenizer, tasks, trajectories, pl.read_parquet(candidates_file), pl.read_parquet(step_file),
+                max_length, max_turns=max_turns,
             )
         if not pair_data.pairs:
             raise InputError(f"{inputs[-1]}: no preference pair to train on")

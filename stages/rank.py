@@ -48,7 +48,7 @@ def main() -> None:
     critic, tokenizer = load_checkpoint(critic_dir)
     sequences = candidate_sequences(
         tokenizer, tasks, pl.read_parquet(rollout), candidates, critic_params.training_info,
-        context_length(tokenizer, critic.config),
+        context_length(tokenizer, critic.config), max_turns=stage.params.episodes.max_turns,
     )  # fmt: skip
     fits = [s is not None for s in sequences]
     kept = candidates.filter(pl.Series(fits, dtype=pl.Boolean))

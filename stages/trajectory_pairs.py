@@ -1,7 +1,8 @@
 """Stage `trajectory_pairs@<domain>`: preferences between trajectories of the same task (SWEET-RL step 2).
 
 `python -m stages.trajectory_pairs DOMAIN` reads params `pairs` and the domain's offline rollouts;
-backend pairs follow ColBench's backend rule, frontend pairs its frontend rule (`sweetflow.rl.pairs`).
+rewards with a pass mark (backend) follow ColBench's backend rule, rewards without one (frontend) its
+frontend rule (`sweetflow.rl.pairs`).
 Writes `data/DOMAIN/trajectory_pairs/` (`pairs.parquet`: task_id, chosen and rejected sample and
 reward; `manifest.json`) and `reports/DOMAIN/stages/trajectory_pairs/metrics.json` (pairs, tasks with
 a pair, tasks rolled out).
@@ -27,7 +28,7 @@ def main() -> None:
     trajectories = pl.read_parquet(rollout)
     with stage_output(paths.trajectory_pairs(domain), stage.name, {"pairs": p}, [rollout],
                       metrics=paths.stage_metrics(domain, "trajectory_pairs")) as out:  # fmt: skip
-        pairs = trajectory_pairs(trajectories, domain, p.success_reward, p.min_gap)
+        pairs = trajectory_pairs(trajectories, p.success_reward, p.min_gap)
         pairs.write_parquet(out.dir / "pairs.parquet")
         out.metrics.update(
             pairs=pairs.height,

@@ -41,8 +41,8 @@ from sweetflow import paths
 from sweetflow.errors import disk_full, disk_full_error
 
 MANIFEST = "manifest.json"
-# Files in an output directory that are bookkeeping, not data: our manifest (it holds wall times)
-# and the marker Snakemake puts in every directory() output.
+# Files in an output directory that are bookkeeping, not data: our manifest (it records the data's
+# hashes, so it cannot be part of them) and the marker Snakemake puts in every directory() output.
 NOT_DATA = frozenset({MANIFEST, ".snakemake_timestamp"})
 PACKAGES = ("sweetflow", "polars", "pydantic", "torch", "transformers", "accelerate", "dvc", "snakemake")
 

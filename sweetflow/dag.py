@@ -150,11 +150,15 @@ def snakemake_inputs(spec: StageSpec, produced: set[str]) -> list[str]:
     return inputs
 
 
+# The functions that import a domain's module by name, and the module each imports.
+DOMAIN_LOADERS = {"get_domain": "domain", "get_domain_report": "report"}
+
+
 def code_closure(module: str, domains: Iterable[str] = DOMAINS, root: Path = ROOT) -> set[str]:
     """The project's source files (paths relative to `root`) that running `module` may import: every
     import in a file, at its top or inside a function, followed through the project's modules.
     Package `__init__.py` files are left out: they hold no code (a test checks). A module that
-    calls `get_domain` may load the domain module (`sweetflow.<domain>.domain`) of each of `domains`."""
+    calls a loader of DOMAIN_LOADERS may load that module of each of `domains` (`sweetflow.<domain>.domain`)."""
     found: set[Path] = set()
     todo = [module]
     while todo:
@@ -165,8 +169,9 @@ def code_closure(module: str, domains: Iterable[str] = DOMAINS, root: Path = ROO
         found.add(path)
         tree = ast.parse(path.read_text(), str(path))
         todo += _imported(tree)
-        if any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "get_domain" for n in ast.walk(tree)):
-            todo += [f"sweetflow.{d}.domain" for d in domains]
+        called = {getattr(n.func, "id", None) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        loaded = [module for loader, module in DOMAIN_LOADERS.items() if loader in called]
+        todo += [f"sweetflow.{d}.{module}" for module in loaded for d in domains]
     return {p.relative_to(root).as_posix() for p in found if p.name != "__init__.py"}
 
 

@@ -51,6 +51,9 @@ class EpisodeView:
     # human tells them: they act only on the differences the human's replies name.
     target: str = ""
     domain: str = "backend"  # "backend" (the answer is a Python function) or "frontend" (a web page)
+    # The episode's turn limit (`episodes.max_turns`): the policy's instructions state it, and the
+    # scripted design agent answers at its last turn. Always given: no default can stand for the run's.
+    max_turns: int = field(kw_only=True)
 
     @property
     def turn(self) -> int:

@@ -13,7 +13,9 @@ and the final answer is scored. What differs is who plays the parts and how an a
 `get_domain(name)` gives the `Domain`; its `open(params)` starts what the domain needs (the
 sandbox's workers, or a browser) and yields a `DomainRuntime` for the rollout engine. Making a
 domain's tasks (`tasks@<domain>`) is each domain's `build_tasks(params) -> TaskSet`
-(`sweetflow.backend.tasks.build`, `sweetflow.frontend.build`).
+(`sweetflow.backend.tasks.build`, `sweetflow.frontend.build`). How a domain's results read (its
+metrics' words, what the site shows) is its `DomainReport` (`sweetflow.domain_report`), which starts
+nothing, so that the report does not depend on the sandbox.
 """
 
 from __future__ import annotations
@@ -23,13 +25,24 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
 from sweetflow.agents.model import open_model_agent
 from sweetflow.dialogue import Agent
 from sweetflow.errors import InputError
-from sweetflow.params import DOMAINS, AgentParams, NoAskAgentParams, Params, ScriptedAgentParams
+from sweetflow.params import (
+    DOMAINS,
+    AgentParams,
+    NoAskAgentParams,
+    Params,
+    RenderParams,
+    SandboxParams,
+    ScoringRules,
+    ScriptedAgentParams,
+    SimilarityParams,
+)
 
 
 @dataclass
@@ -52,10 +65,21 @@ class DomainRuntime:
     unscored: Score  # what an episode that could not be completed scores
 
 
+@dataclass
+class FileScoring:
+    """How `sweetflow score` scores a file of trajectories made elsewhere; each domain reads its own."""
+
+    sandbox: SandboxParams  # backend: the sandbox that runs references and answers
+    render: RenderParams  # frontend: the renderer of answers and targets
+    similarity: SimilarityParams  # frontend: how a rendered page is compared with its target
+    rules: ScoringRules  # backend: ours or ColBench's official filter and comparison
+    stored: dict  # backend: reference checks by task id from a checked task table; those references don't run
+
+
 class Domain(ABC):
     name: str
     # The two metrics of the paper's Table 2, as metrics files name them; `goal_metric` is the one
-    # the paper's ordering is checked on.
+    # the paper's ordering is checked on. Both are the domain's report's (`sweetflow.domain_report`).
     headline: tuple[str, str]
     goal_metric: str
 
@@ -80,6 +104,10 @@ class Domain(ABC):
     @abstractmethod
     def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
         """The headline metrics of a set of trajectories (TRAJECTORY_SCHEMA) on `tasks`."""
+
+    @abstractmethod
+    def score_file(self, path: Path | str, scoring: FileScoring) -> tuple[dict, pl.DataFrame]:
+        """Score a JSONL of ColBench rows (`task`, `answer`): the summary, and one scored row per line."""
 
     def label_candidates(
         self, params: Params, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]

@@ -1,5 +1,5 @@
 """Where every artifact of the pipeline lives, by domain: the one place dvc.yaml's paths are spelled
-out for the code (the two must agree; tests/test_pipeline.py runs the DAG and checks them).
+out for the code (the two must agree; tests/integration/test_pipeline.py runs the DAG and checks them).
 
     data/<domain>/...            data artifacts (Parquet + manifest.json), DVC-cached
     models/<domain>/...          checkpoints, DVC-cached

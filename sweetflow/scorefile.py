@@ -1,32 +1,18 @@
 """Score a JSONL of trajectories made elsewhere, in ColBench's output shape.
 
-Each line is an object with `task` (a ColBench task) and `answer` (the agent's final answer).
-
-Backend: the task has problem_description, ground_truth, test_cases. Answers run once each in the
-sandbox. Each distinct task's reference outputs come from a checked task table when one holds the
-task (`stored`: the `tasks` stage ran the reference twice, in the sandbox, when it made the task);
-otherwise the reference runs here, twice, to flag nondeterminism, in a pool of its own.
-
-Frontend: the task has problem_description and ground_truth (an HTML page). The answer's first
-`<html>…</html>` snippet (text around it is ignored) and the ground truth are rendered offline,
-each distinct page once, and compared (sweetflow.frontend.similarity). An answer without a snippet,
-or whose page times out or crashes, scores 0; a row whose target fails to render is not scored and
-is counted apart.
+Each line is an object with `task` (a ColBench task) and `answer` (the agent's final answer). How a
+domain's rows are scored is its `Domain.score_file` (`sweetflow.backend.scorefile`: in the sandbox;
+`sweetflow.frontend.scorefile`: rendered and compared); this checks the output first and writes
+the scored rows.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
-import polars as pl
-
-from sweetflow.backend.sandbox.pool import Sandbox, SandboxParams
-from sweetflow.backend.scoring import ReferenceCheck, check_references, score_answers, summarize
-from sweetflow.backend.tasks.colbench import task_from_row
+from sweetflow.domain import FileScoring, get_domain
 from sweetflow.errors import InputError
-from sweetflow.inputs import ImportRowError, iter_jsonl
-from sweetflow.params import RenderParams, ScoringRules, SimilarityParams
+from sweetflow.params import RenderParams, SandboxParams, ScoringRules, SimilarityParams
 
 
 def check_writable(out: Path) -> None:
@@ -41,21 +27,6 @@ def check_writable(out: Path) -> None:
         out.unlink()
 
 
-def read_trajectories(path: Path | str) -> tuple[list[dict], list[str], list[int]]:
-    """(task per row, answer per row, line number per row); a bad row names its line and field."""
-    tasks, answers, lines = [], [], []
-    for line, row in iter_jsonl(path):
-        if not isinstance(row.get("task"), dict):
-            raise ImportRowError(path, line, "task", "expected an object with the ColBench task")
-        answer = row.get("answer")
-        if not isinstance(answer, str):
-            raise ImportRowError(path, line, "answer", f"expected a string, got {type(answer).__name__}")
-        tasks.append(task_from_row(row["task"], path, line))
-        answers.append(answer)
-        lines.append(line)
-    return tasks, answers, lines
-
-
 def score_file(
     path: Path | str,
     domain: str,
@@ -64,112 +35,16 @@ def score_file(
     render: RenderParams,
     similarity: SimilarityParams,
     rules: ScoringRules = ScoringRules(),
-    stored: dict[str, ReferenceCheck] | None = None,
+    stored: dict | None = None,
 ) -> dict:
-    """Score the file's rows: in the sandbox (backend), or rendered and compared (frontend). `stored`:
-    reference checks by task id (`sweetflow.backend.tasks.table.stored_references`), whose tasks'
-    references are not run again."""
+    """Score the file's rows as `domain` scores them (the backend with `sandbox` and `rules`, and the
+    reference checks `stored` by task id, `sweetflow.backend.tasks.table.stored_references`, whose
+    references are not run again; the frontend with `render` and `similarity`); write one row per line
+    to `out` (Parquet for a .parquet name, else JSONL) if given; return the summary."""
     if out is not None:
         check_writable(out)
-    if domain == "frontend":
-        return score_frontend_file(path, out, render, similarity)
-    if domain != "backend":
-        raise ValueError(f"unknown domain {domain!r}; expected 'backend' or 'frontend'")
-    tasks, answers, lines = read_trajectories(path)
-    if not tasks:
-        raise InputError(f"{path}: no rows to score")
-    unique = {t["task_id"]: t for t in tasks}
-    checks = {task_id: stored[task_id] for task_id in unique if stored and task_id in stored}
-    unchecked = [t for task_id, t in unique.items() if task_id not in checks]
-    # References and answers never share a pool: a child inherits its worker's heap, where the
-    # source of earlier jobs lingers, and an answer can read it (tests/unit/backend/test_memory_attack.py).
-    if unchecked:
-        with Sandbox(sandbox) as pool:
-            ran = check_references(unchecked, pool, desc="references", rules=rules)
-        checks.update(zip((t["task_id"] for t in unchecked), ran))
-    with Sandbox(sandbox) as pool:
-        expected = [checks[t["task_id"]].expected for t in tasks]
-        scores = score_answers(answers, expected, [t["test_cases"] for t in tasks], pool, desc="answers", rules=rules)
-    summary = summarize(scores)
-    summary["references_flagged"] = dict(Counter(f for c in checks.values() for f in c.flags))
-    summary["references_run"] = len(unchecked)  # the rest came from the task table
+    summary, rows = get_domain(domain).score_file(path, FileScoring(sandbox, render, similarity, rules, stored or {}))
     if out is not None:
-        rows = pl.DataFrame(
-            {
-                "line": lines,
-                "task_id": [t["task_id"] for t in tasks],
-                "tests_passed": [s.tests_passed for s in scores],
-                "success": [s.success for s in scores],
-                "status": [s.status for s in scores],
-                "passed": [s.passed for s in scores],
-                "reference_flags": [checks[t["task_id"]].flags for t in tasks],
-            }
-        )
-        if Path(out).suffix == ".parquet":
-            rows.write_parquet(out)
-        else:
-            rows.write_ndjson(out)
-    return summary
-
-
-def read_frontend_trajectories(path: Path | str) -> tuple[list[str], list[str], list[int]]:
-    """(target page per row, answer per row, line number per row); a bad row names its line and field."""
-    from sweetflow.frontend.simulators import page_snippet
-
-    targets, answers, lines = [], [], []
-    for line, row in iter_jsonl(path):
-        task = row.get("task")
-        if not isinstance(task, dict):
-            raise ImportRowError(path, line, "task", "expected an object with the ColBench frontend task")
-        for field in ("problem_description", "ground_truth"):
-            value = task.get(field)
-            if not isinstance(value, str) or not value.strip():
-                raise ImportRowError(path, line, f"task.{field}", f"expected a non-empty string, got {value!r:.80}")
-        target = page_snippet(task["ground_truth"])
-        if target is None:
-            raise ImportRowError(path, line, "task.ground_truth", "no <html> page in it")
-        answer = row.get("answer")
-        if not isinstance(answer, str):
-            raise ImportRowError(path, line, "answer", f"expected a string, got {type(answer).__name__}")
-        targets.append(target)
-        answers.append(answer)
-        lines.append(line)
-    return targets, answers, lines
-
-
-def score_frontend_file(
-    path: Path | str, out: Path | None, render: RenderParams, similarity: SimilarityParams
-) -> dict:
-    from sweetflow.frontend.render import RenderPool
-    from sweetflow.frontend.scoring import score_pages
-    from sweetflow.frontend.similarity import Similarity
-
-    targets, answers, lines = read_frontend_trajectories(path)
-    if not targets:
-        raise InputError(f"{path}: no rows to score")
-    scorer = Similarity(similarity)  # before rendering: a bad CLIP checkpoint fails at once
-    with RenderPool(render) as pool:
-        distinct = list(dict.fromkeys(targets))
-        target_shots = dict(zip(distinct, pool.render_many(distinct, desc="rendering targets")))
-        scored = [i for i, t in enumerate(targets) if target_shots[t] is not None]
-        scores = score_pages([answers[i] for i in scored], [target_shots[targets[i]] for i in scored], pool, scorer)
-    similarities: list[float | None] = [None] * len(targets)
-    answer_status = ["not_scored"] * len(targets)
-    for i, score in zip(scored, scores):
-        similarities[i], answer_status[i] = score.similarity, score.status
-    target_status = ["rendered" if target_shots[t] is not None else "render_failed" for t in targets]
-    summary = {
-        "metric": similarity.metric,
-        "similarity": sum(s.similarity for s in scores) / len(scores) if scores else 0.0,
-        "count": len(scores),
-        "no_html": answer_status.count("no_html"),
-        "render_failures": {"answers": answer_status.count("render_failed"), "targets": target_status.count("render_failed")},
-    }
-    if out is not None:
-        rows = pl.DataFrame(
-            {"line": lines, "similarity": similarities, "answer_status": answer_status, "target_status": target_status},
-            schema={"line": pl.Int64, "similarity": pl.Float64, "answer_status": pl.Utf8, "target_status": pl.Utf8},
-        )
         if Path(out).suffix == ".parquet":
             rows.write_parquet(out)
         else:

@@ -1,8 +1,9 @@
 """Scripted agents of backend tasks (the `Agent` interface of `sweetflow.dialogue`).
 
 - `ScriptedExpert`: asks about each hidden fact with probability `skill`, one or two per turn, then
-  answers with the reference rendered from what it was told (and its guesses for the rest). Values
-  come only from the human's replies: a fact counts as known when its statement was said.
+  answers with the reference rendered from what it was told (and its guesses for the rest); at its
+  last turn (`EpisodeView.max_turns`, the run's `episodes.max_turns`) it answers whatever is left
+  unasked. Values come only from the human's replies: a fact counts as known when its statement was said.
 - `NoAsk`: answers at once with its guesses (the lower bound).
 """
 
@@ -61,7 +62,7 @@ class ScriptedExpert:
         turns = []
         for view in views:
             plan = self.plan(view)
-            if view.turn < len(plan):
+            if view.turn < min(len(plan), view.max_turns - 1):
                 rng = random.Random(f"{view.seed}:{view.task_id}:{view.turn}")
                 asked = plan[view.turn]
                 message = rng.choice(ONE_QUESTION if len(asked) == 1 else TWO_QUESTIONS).format(*asked)

@@ -6,24 +6,26 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import polars as pl
 
 from sweetflow.backend.agents import NoAsk, ScriptedExpert
 from sweetflow.backend.diagnosis import failure_breakdown, label_candidates
+from sweetflow.backend.report import REPORT
 from sweetflow.backend.sandbox.pool import Sandbox
+from sweetflow.backend.scorefile import score_backend_file
 from sweetflow.backend.scoring import score_answers
 from sweetflow.backend.simulators import ScriptedHuman, make_human
 from sweetflow.backend.tasks.colbench import task_from_row, task_id_of
 from sweetflow.dialogue import Agent
-from sweetflow.domain import Domain, DomainRuntime, Score
+from sweetflow.domain import Domain, DomainRuntime, FileScoring, Score
 from sweetflow.params import NoAskAgentParams, Params, ScoringRules, ScriptedAgentParams
 
 
 class Backend(Domain):
     name = "backend"
-    headline = ("tests_passed", "success_rate")
-    goal_metric = "success_rate"
+    headline, goal_metric = REPORT.headline, REPORT.goal_metric
 
     @contextmanager
     def open(self, params: Params) -> Iterator[DomainRuntime]:
@@ -61,6 +63,9 @@ class Backend(Domain):
             runtime = sandbox_runtime(human, sandbox, rules=p.scoring_rules())
             return label_candidates(candidates, trajectories, tasks, human, runtime.score)
 
+
+    def score_file(self, path: Path | str, scoring: FileScoring) -> tuple[dict, pl.DataFrame]:
+        return score_backend_file(path, scoring.sandbox, scoring.rules, scoring.stored)
 
     def offline_task_id(self, row: dict, path: object, line: int) -> str:
         return task_from_row(row, path, line)["task_id"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from sweetflow.backend.sandbox import plaindata
 from sweetflow.backend.sandbox.pool import Job, Sandbox
+from sweetflow.backend.verdict import COMPARISON_ERRORS, passes_test
 from sweetflow.params import ScoringRules
 
 # Strings for which ColBench's evaluator scores a piece of code 0 without running it (docs/benchmark.md).
@@ -21,9 +22,6 @@ from sweetflow.params import ScoringRules
 OFFICIAL_FILTER = ("import os", "from os", "import sys", "from sys", "sudo", "transformers", "exit(", "quit(", "argparse")
 FLAGS = ("reference_error", "call_error", "nondeterministic", "none_output", "self_unequal", "official_filter")
 
-# Decoding or comparing plain data can still raise (Decimal('sNaN') == 1, deep nesting): a fail.
-COMPARISON_ERRORS = (plaindata.EncodingError, ArithmeticError, RecursionError, TypeError, ValueError)
-
 FENCE_RE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S | re.I)
 
 
@@ -31,18 +29,6 @@ def extract_code(answer: str) -> str:
     """The code in an answer: its first fenced block if it has one, else the whole text."""
     match = FENCE_RE.search(answer)
     return match.group(1) if match else answer
-
-
-def passes_test(expected: str | None, output: str | None) -> bool:
-    if expected is None or output is None:
-        return False
-    try:
-        reference = plaindata.loads(expected)
-        if reference is None:
-            return False
-        return bool(reference == plaindata.loads(output))  # ColBench: ground_truth_output == test_output
-    except COMPARISON_ERRORS:
-        return False
 
 
 @dataclass

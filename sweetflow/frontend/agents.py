@@ -5,10 +5,11 @@
 - `DesignExpert`: starts from that same plain page and shows it; each turn it applies the
   differences the human's last reply names, each with probability `skill`, and shows the result.
   It answers when the reply names no difference it can act on (the page is right, or the human
-  said nothing usable) or at its last turn. It knows a named difference by its exact sentence:
-  it compares its own page with the target (`EpisodeView.target`) as the scripted simulator does
-  and acts only on the differences whose sentences the reply contains, so what it changes is
-  exactly what it was told, as the backend expert uses only the facts the human stated.
+  said nothing usable) or at its last turn (`EpisodeView.max_turns`, the run's `episodes.max_turns`).
+  It knows a named difference by its exact sentence: it compares its own page with the target
+  (`EpisodeView.target`) as the scripted simulator does and acts only on the differences whose
+  sentences the reply contains, so what it changes is exactly what it was told, as the backend
+  expert uses only the facts the human stated.
 """
 
 from __future__ import annotations
@@ -44,21 +45,20 @@ class DesignNoAsk:
 
 
 class DesignExpert:
-    def __init__(self, skill: float, max_turns: int = 10):
+    def __init__(self, skill: float):
         self.skill = skill
-        self.max_turns = max_turns
 
     def next_page(self, view: EpisodeView) -> tuple[Page, bool]:
         """The page to send this turn, and whether it is the answer."""
         shown = next((page_snippet(m.content) for m in reversed(view.messages) if m.role == AGENT), None)
         if shown is None:  # nothing shown yet (or a dialogue begun by someone else): start plain
-            return page_from_description(view.problem_description), view.turn >= self.max_turns - 1
+            return page_from_description(view.problem_description), view.turn >= view.max_turns - 1
         page = read_page(shown)
         reply = next((m.content for m in reversed(view.messages) if m.role == HUMAN), "")
         named = [d for d in diff_pages(page, read_target(view.target)) if d.sentence in reply]
         rng = random.Random(f"{view.seed}:{view.task_id}:{view.turn}")
         page = apply(page, [d for d in named if rng.random() < self.skill])
-        return page, not named or view.turn >= self.max_turns - 1
+        return page, not named or view.turn >= view.max_turns - 1
 
     def act(self, views: list[EpisodeView]) -> list[AgentTurn | Exception]:
         turns = []

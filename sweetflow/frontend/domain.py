@@ -6,14 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import polars as pl
 
 from sweetflow.dialogue import Agent
-from sweetflow.domain import Domain, DomainRuntime, Score
+from sweetflow.domain import Domain, DomainRuntime, FileScoring, Score
 from sweetflow.frontend.agents import DesignExpert, DesignNoAsk
 from sweetflow.frontend.diagnosis import label_candidates
 from sweetflow.frontend.render import RenderPool
+from sweetflow.frontend.report import REPORT
+from sweetflow.frontend.scorefile import score_frontend_file
 from sweetflow.frontend.scoring import score_pages
 from sweetflow.frontend.similarity import Similarity, win_rate
 from sweetflow.frontend.simulators import make_design_human
@@ -22,8 +25,7 @@ from sweetflow.params import NoAskAgentParams, Params, ScriptedAgentParams
 
 class Frontend(Domain):
     name = "frontend"
-    headline = ("similarity", "win_rate")
-    goal_metric = "win_rate"
+    headline, goal_metric = REPORT.headline, REPORT.goal_metric
 
     @contextmanager
     def open(self, params: Params) -> Iterator[DomainRuntime]:
@@ -51,6 +53,9 @@ class Frontend(Domain):
         (`sweetflow.frontend.diagnosis`)."""
         with self.open(params) as runtime:
             return label_candidates(candidates, trajectories, tasks, runtime.score)
+
+    def score_file(self, path: Path | str, scoring: FileScoring) -> tuple[dict, pl.DataFrame]:
+        return score_frontend_file(path, scoring.render, scoring.similarity)
 
     def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
         """`similarity` and `win_rate` against each task's reference page, the one made from the

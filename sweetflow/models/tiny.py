@@ -16,7 +16,7 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from sweetflow.views import POLICY_SYSTEM_PROMPTS
+from sweetflow.views import POLICY_SYSTEM_PROMPTS, policy_instructions
 
 BOS = "<|begin|>"
 EOS = "<|end|>"  # ends every message; the model emits it to end its turn, generation stops on it
@@ -27,32 +27,38 @@ SPECIAL_TOKENS = [PAD, BOS, EOS] + [f"<|{role}|>" for role in ROLES]
 
 # The policy's instructions are left out of system messages, and whatever else a system message
 # holds (the critic's training-time information) is kept: a model trained from scratch cannot read
-# instructions, and they would be a quarter of every sequence it trains on and generates from.
-POLICY_INSTRUCTIONS = tuple(POLICY_SYSTEM_PROMPTS.values())
-_ELIDE_INSTRUCTIONS = "".join(f" | replace({json.dumps(prompt)}, '')" for prompt in POLICY_INSTRUCTIONS)
+# instructions, and they would be a quarter of every sequence it trains on and generates from. The
+# instructions state the run's turn limit, so the template is made for it (`chat_template`).
+def policy_instructions_of(max_turns: int) -> tuple[str, ...]:
+    """The policy's instructions of every domain, in episodes of at most `max_turns` turns."""
+    return tuple(policy_instructions(domain, max_turns) for domain in POLICY_SYSTEM_PROMPTS)
 
-# `<|begin|><|system|>…<|end|><|user|>…<|end|><|assistant|>…<|end|>`. No whitespace around the
-# role markers: every token the model sees is either a marker or content. The assistant's content
-# and its closing EOS sit in a `{% generation %}` block so that
-# `apply_chat_template(..., return_assistant_tokens_mask=True)` marks exactly the tokens a policy
-# is trained on (content + the EOS that ends its turn).
-CHAT_TEMPLATE = (
-    "{{ bos_token }}"
-    "{% for message in messages %}"
-    "{% if message['role'] not in ['system', 'user', 'assistant'] %}"
-    "{{ raise_exception('unknown role: ' + message['role']) }}"
-    "{% endif %}"
-    "{{ '<|' + message['role'] + '|>' }}"
-    "{% if message['role'] == 'assistant' %}"
-    "{% generation %}{{ message['content'] }}{{ eos_token }}{% endgeneration %}"
-    "{% elif message['role'] == 'system' %}"
-    "{{ message['content']" + _ELIDE_INSTRUCTIONS + " }}{{ eos_token }}"
-    "{% else %}"
-    "{{ message['content'] }}{{ eos_token }}"
-    "{% endif %}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}"
-)
+
+def chat_template(max_turns: int) -> str:
+    """`<|begin|><|system|>…<|end|><|user|>…<|end|><|assistant|>…<|end|>`. No whitespace around the
+    role markers: every token the model sees is either a marker or content. The assistant's content
+    and its closing EOS sit in a `{% generation %}` block so that
+    `apply_chat_template(..., return_assistant_tokens_mask=True)` marks exactly the tokens a policy is
+    trained on (content + the EOS that ends its turn). System messages lose the policy's instructions
+    for episodes of at most `max_turns` turns."""
+    elide = "".join(f" | replace({json.dumps(prompt)}, '')" for prompt in policy_instructions_of(max_turns))
+    return (
+        "{{ bos_token }}"
+        "{% for message in messages %}"
+        "{% if message['role'] not in ['system', 'user', 'assistant'] %}"
+        "{{ raise_exception('unknown role: ' + message['role']) }}"
+        "{% endif %}"
+        "{{ '<|' + message['role'] + '|>' }}"
+        "{% if message['role'] == 'assistant' %}"
+        "{% generation %}{{ message['content'] }}{{ eos_token }}{% endgeneration %}"
+        "{% elif message['role'] == 'system' %}"
+        "{{ message['content']" + elide + " }}{{ eos_token }}"
+        "{% else %}"
+        "{{ message['content'] }}{{ eos_token }}"
+        "{% endif %}"
+        "{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}"
+    )
 
 
 PRE_TOKENIZERS = {
@@ -70,9 +76,10 @@ PRE_TOKENIZERS = {
 
 
 def train_tokenizer(
-    texts: Iterable[str], vocab_size: int, max_length: int = 512, pre_tokenizer: str = "digits"
+    texts: Iterable[str], vocab_size: int, max_turns: int, max_length: int = 512, pre_tokenizer: str = "digits"
 ) -> PreTrainedTokenizerFast:
-    """Train a byte-level BPE on `texts` and wrap it as a Hugging Face fast tokenizer.
+    """Train a byte-level BPE on `texts` and wrap it as a Hugging Face fast tokenizer, whose chat
+    template leaves out the policy's instructions for episodes of at most `max_turns` turns.
 
     Byte-level: any string encodes (the 256 byte symbols are always in the vocabulary), so unseen
     characters in a task never break the pipeline. What BPE may merge (`pre_tokenizer`):
@@ -106,7 +113,7 @@ def train_tokenizer(
         bos_token=BOS,
         eos_token=EOS,
         pad_token=PAD,
-        chat_template=CHAT_TEMPLATE,
+        chat_template=chat_template(max_turns),
         model_max_length=max_length,
         clean_up_tokenization_spaces=False,
     )
@@ -165,13 +172,14 @@ def build_model(
     return model
 
 
-def tokenizer_corpus(tasks: list[dict], chats: list[list[dict]]) -> Iterator[str]:
+def tokenizer_corpus(tasks: list[dict], chats: list[list[dict]], max_turns: int) -> Iterator[str]:
     """What the tokenizer learns its merges from: every task's description, hidden facts and
     reference code, and the demonstrations as the model will read them: the tiny model's chat
-    template leaves the policy's instructions out, so they are left out here too."""
+    template leaves the policy's instructions (for `max_turns` turns) out, so they are left out here too."""
+    instructions = policy_instructions_of(max_turns)
     for task in tasks:
         yield task["problem_description"]
         yield from (fact["fact"] for fact in task.get("facts") or [])
         yield task["ground_truth"]
     for chat in chats:
-        yield from (message["content"] for message in chat if message["content"] not in POLICY_INSTRUCTIONS)
+        yield from (message["content"] for message in chat if message["content"] not in instructions)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from sweetflow.report.read import NOT_RUN, DomainResults, DomainSpec, label
+from sweetflow.domain_report import DomainReport
+from sweetflow.report.read import NOT_RUN, DomainResults, label
 
 
-def goal_sentences(check: dict, spec: DomainSpec) -> list[str]:
-    name = spec.columns[spec.goal_metric]
+def goal_sentences(check: dict, report: DomainReport) -> list[str]:
+    name = report.columns[report.goal_index]
     if not check["made"]:
         names = ", ".join(f"{label(m)} (`{m}`)" for m in check["missing"])
         return [f"The check cannot be made: not run yet: {names}."]
@@ -70,12 +71,12 @@ def render_markdown(results: list[DomainResults], seeds: list[int], plots: str) 
 
 
 def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
-    spec = r.spec
-    a, b = spec.columns
+    report = r.report
+    a, b = report.columns
     out = [
-        f"## {spec.title} (`{r.domain}`)",
+        f"## {report.title} (`{r.domain}`)",
         "",
-        f"Numbers are {spec.description}, on the test tasks.",
+        f"Numbers are {report.description}, on the test tasks.",
         "",
         f"| method | key | {a} (%) | {b} (%) | seeds | paper: {a} (%) | paper: {b} (%) |",
         "|---|---|---|---|---|---|---|",
@@ -86,7 +87,7 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
             f"| {row.label} | `{row.method}` | {cell(row.means[0], row.stds[0])} | {cell(row.means[1], row.stds[1])} "
             f"| {row.n_seeds if row.ran else '—'} | {paper[0]} | {paper[1]} |"
         )
-    out += ["", f"GPT-4o, collaborative, in the paper: {spec.gpt4o[0]} / {spec.gpt4o[1]}.", ""]
+    out += ["", f"GPT-4o, collaborative, in the paper: {report.gpt4o[0]} / {report.gpt4o[1]}.", ""]
     counts = sorted({row.n_seeds for row in r.rows if row.ran and row.stds[0] is not None})
     if counts and [len(seeds)] != counts:
         out += [f"Note: params list {len(seeds)} seeds but the evaluated checkpoints have "
@@ -94,9 +95,9 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
     if r.reference is None:
         out += ["References scored as answers (sanity check of the benchmark): not run.", ""]
     else:
-        values = ", ".join(f"{_pct(v)}% {name}" for v, name in zip(r.reference.means, spec.columns))
+        values = ", ".join(f"{_pct(v)}% {name}" for v, name in zip(r.reference.means, report.columns))
         out += [f"References scored as answers (sanity check of the benchmark, expected 100%): {values}.", ""]
-    out += [f"### Goal check ({r.domain})", "", *goal_sentences(r.check, spec), ""]
+    out += [f"### Goal check ({r.domain})", "", *goal_sentences(r.check, report), ""]
     if r.intervals:
         out += interval_table(r)
     if r.behaviour:
@@ -133,29 +134,15 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
 
 
 def behaviour_table(r: DomainResults) -> list[str]:
-    """Movement from the base policy and, by domain, the failure breakdown (backend) or the answers
-    without a page, full contexts and dialogue lengths (frontend) of each method evaluated per seed."""
+    """Movement from the base policy and what the domain adds (backend: the failure breakdown;
+    frontend: answers without a page, full contexts and dialogue lengths) of each method evaluated per seed."""
     moved = ("Moved: the share of test dialogues that differ from the zero-shot dialogue drawn with the same "
              "random numbers (0 for an untrained copy of the base).")  # fmt: skip
-    if r.domain == "frontend":
-        keys = ("moved_from_base", "no_page", "context_full")
-        out = [f"### How the policies behave ({r.domain})", "",
-               f"{moved} No page: answers that show no page that renders (scored 0). Context full: dialogues that "
-               "filled the model's context before an answer (the last message is then the answer). Shares of all "
-               "test episodes.", "",
-               "| method | moved from base (%) | no page (%) | context full (%) | mean turns |",
-               "|---|---|---|---|---|"]  # fmt: skip
-    else:
-        keys = ("moved_from_base", "failed_facts_missing", "failed_miscopied", "failed_other")
-        out = [f"### How the policies behave ({r.domain})", "",
-               f"{moved} Failures, as shares of all test episodes: answered with a hidden fact never told, every "
-               "fact told but the answer still wrong, other.", "",
-               "| method | moved from base (%) | facts missing (%) | miscopied (%) | other failures (%) |",
-               "|---|---|---|---|---|"]  # fmt: skip
+    columns = r.report.behaviour_columns
+    out = [f"### How the policies behave ({r.domain})", "", f"{moved} {r.report.behaviour_note}", "",
+           "| method | " + " | ".join(c.header for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]  # fmt: skip
     for b in r.behaviour:
-        cells = ["—" if b[k] is None else _pct(b[k]) for k in keys]
-        if r.domain == "frontend":
-            cells.append("—" if b["mean_turns"] is None else f"{b['mean_turns']:.1f}")
+        cells = ["—" if b[c.key] is None else _pct(b[c.key]) if c.share else f"{b[c.key]:.1f}" for c in columns]
         out.append(f"| {label(b['method'])} | " + " | ".join(cells) + " |")
     return [*out, ""]
 
@@ -191,14 +178,14 @@ def results_data(results: list[DomainResults], seeds: list[int]) -> dict:
         "seeds": seeds,
         "domains": {
             r.domain: {
-                "metrics": r.spec.metrics,
+                "metrics": r.report.headline,
                 "rows": [asdict(row) for row in r.rows],
                 "reference": None if r.reference is None else asdict(r.reference),
                 "goal_check": r.check,
                 "critics": r.critics,
                 "paired_differences": [asdict(i) for i in r.intervals],
                 "behaviour": r.behaviour,
-                "paper_gpt4o": r.spec.gpt4o,
+                "paper_gpt4o": r.report.gpt4o,
             }
             for r in results
         },

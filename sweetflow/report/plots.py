@@ -37,7 +37,7 @@ def plot_methods(results: list[DomainResults], path: Path) -> None:
 def _method_panel(ax, d: DomainResults) -> None:
     ran = [r for r in d.rows if r.ran]
     width = 0.38
-    for k, name in enumerate(d.spec.columns):
+    for k, name in enumerate(d.report.columns):
         xs = [i + (k - 0.5) * width for i in range(len(ran))]
         ys = [r.means[k] * 100 for r in ran]
         bars = ax.bar(xs, ys, width, label=name)
@@ -50,7 +50,8 @@ def _method_panel(ax, d: DomainResults) -> None:
     ax.set_xticks(range(len(ran)), [r.label for r in ran], rotation=25, ha="right", fontsize=8)
     ax.set_ylim(0, 115)
     ax.set_ylabel("%")
-    ax.set_title(f"ColBench {d.domain}: {' and '.join(d.spec.columns)} per method (mean ± std over seeds)", fontsize=9)
+    metrics = " and ".join(d.report.columns)
+    ax.set_title(f"ColBench {d.domain}: {metrics} per method (mean ± std over seeds)", fontsize=9)
     if ran:
         ax.legend(fontsize=8, ncols=2, loc="upper left")
     else:
@@ -85,7 +86,7 @@ def plot_curves(panels: list[tuple[str, list[tuple[str, Path]]]], path: Path) ->
 def write_method_table(d: DomainResults, path: Path) -> None:
     """The domain's methods that ran, one row each with its two headline metrics (%), as CSV: the data
     of dvc.yaml's side-by-side plots, which `dvc plots diff` compares across experiments."""
-    a, b = d.spec.columns
+    a, b = d.report.columns
     lines = [f"method,{a},{b}"]
     lines += [f"{r.method},{r.means[0] * 100:.2f},{r.means[1] * 100:.2f}" for r in d.rows if r.ran]
     path.write_text("\n".join(lines) + "\n")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
+from sweetflow.domain_report import DomainReport, get_domain_report
 from sweetflow.errors import InputError
 from sweetflow.report.behaviour import behaviour_rows
 from sweetflow.report.intervals import Interval, method_intervals
@@ -39,52 +40,6 @@ REFERENCE = "reference"
 
 
 NOT_RUN = "not run"
-
-
-@dataclass(frozen=True)
-class DomainSpec:
-    """How one domain's results are read and shown: its two headline metrics (fractions in the
-    metrics files, % in the table), the one the paper's ordering is checked on, and the paper's
-    numbers (arXiv 2503.15478, Table 2 and ablations, Llama-3.1-8B; GPT-4o collaborating)."""
-
-    title: str
-    metrics: tuple[str, str]
-    columns: tuple[str, str]
-    goal_metric: int  # index into `metrics`
-    description: str
-    paper: dict[str, tuple[float, float]]
-    gpt4o: tuple[float, float]
-    episode_column: str  # the per-episode outcome that paired comparisons average
-    # Also pair the wins of `episode_column` against each test task's `reference_similarity` (the
-    # frontend's win rate), read from the domain's test task table.
-    paired_wins: bool = False
-
-
-DOMAINS = {
-    "backend": DomainSpec(
-        "Backend programming",
-        ("tests_passed", "success_rate"),
-        ("tests passed", "success"),
-        1,
-        "% of hidden tests passed and % of tasks solved (all tests passed)",
-        {"zero_shot": (34.2, 22.4), "rft": (40.9, 28.2), "mtdpo": (48.0, 34.4), "sweet": (56.8, 40.4),
-         "sweet_no_info": (44.0, 31.2)},  # fmt: skip
-        (54.6, 40.4),
-        "success",
-    ),
-    "frontend": DomainSpec(
-        "Frontend design",
-        ("similarity", "win_rate"),
-        ("similarity", "win rate"),
-        1,
-        "mean visual similarity of the final page to the target (×100) and % of tasks on which the page is "
-        "closer to the target than the page made from the description alone (a tie is half a win)",
-        {"zero_shot": (72.4, 33.8), "rft": (75.2, 38.6), "mtdpo": (76.9, 42.8), "sweet": (77.7, 48.2)},
-        (78.1, 50.0),
-        "reward",
-        paired_wins=True,
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -120,33 +75,33 @@ def _number(data: dict, key: str, path: Path) -> float:
     return float(value)
 
 
-def method_row(method: str, data: dict, path: Path, spec: DomainSpec) -> Row:
+def method_row(method: str, data: dict, path: Path, report: DomainReport) -> Row:
     """A Row from one metrics.json: a single run, or a checkpoint's means over seeds (has "seeds")."""
-    means = tuple(_number(data, key, path) for key in spec.metrics)
+    means = tuple(_number(data, key, path) for key in report.headline)
     if "seeds" not in data:
-        return Row(method, label(method), True, means, (None, None), 1, spec.paper.get(method))
+        return Row(method, label(method), True, means, (None, None), 1, report.paper.get(method))
     if not isinstance(data["seeds"], dict) or not data["seeds"]:
         raise InputError(f"{path}: field 'seeds' must be a non-empty mapping of seed to metrics")
-    stds = tuple(_number(data, f"{key}_std", path) for key in spec.metrics)
-    return Row(method, label(method), True, means, stds, len(data["seeds"]), spec.paper.get(method))
+    stds = tuple(_number(data, f"{key}_std", path) for key in report.headline)
+    return Row(method, label(method), True, means, stds, len(data["seeds"]), report.paper.get(method))
 
 
 def label(method: str) -> str:
     return LABELS.get(method, method)
 
 
-def read_methods(domain_reports: Path, spec: DomainSpec) -> dict[str, Row]:
+def read_methods(domain_reports: Path, report: DomainReport) -> dict[str, Row]:
     """Every `<domain_reports>/<method>/metrics.json` present, by method name."""
     if not domain_reports.is_dir():
         return {}
     return {
-        d.name: method_row(d.name, read_json(d / "metrics.json"), d / "metrics.json", spec)
+        d.name: method_row(d.name, read_json(d / "metrics.json"), d / "metrics.json", report)
         for d in sorted(domain_reports.iterdir())
         if (d / "metrics.json").is_file()
     }
 
 
-def table_rows(methods: dict[str, Row], spec: DomainSpec, trained: bool = True) -> list[Row]:
+def table_rows(methods: dict[str, Row], report: DomainReport, trained: bool = True) -> list[Row]:
     """Table 2's rows: the paper's methods (present or not, when the domain is trained), other
     trained methods, the scripted bounds (present or not), then any other single-run agent; the
     reference is left out."""
@@ -158,7 +113,7 @@ def table_rows(methods: dict[str, Row], spec: DomainSpec, trained: bool = True) 
         + list(SCRIPTED)
         + [m for m in others if methods[m].stds[0] is None]
     )
-    return [methods.get(m) or Row(m, label(m), False, paper=spec.paper.get(m)) for m in order]
+    return [methods.get(m) or Row(m, label(m), False, paper=report.paper.get(m)) for m in order]
 
 
 CRITIC_FIELDS = {  # stage report directory -> (row field, metrics key)
@@ -260,16 +215,16 @@ def _subdirs(path: Path) -> list[Path]:
     return sorted(d for d in path.iterdir() if d.is_dir()) if path.is_dir() else []
 
 
-def goal_check(rows: list[Row], spec: DomainSpec) -> dict:
+def goal_check(rows: list[Row], report: DomainReport) -> dict:
     """Does SWEET-RL > MT-DPO > RFT ≥ zero-shot hold on the domain's goal metric (backend: success;
     frontend: win rate), and is the SWEET-RL − MT-DPO gap larger than the seed spread (the larger
     of the two methods' sample stds)?"""
-    k = spec.goal_metric
+    k = report.goal_index
     ran = {r.method: r for r in rows if r.ran}
     needed = ["sweet", "mtdpo", "rft", "zero_shot"]
     missing = [m for m in needed if m not in ran]
     if missing:
-        return {"made": False, "missing": missing, "metric": spec.metrics[k]}
+        return {"made": False, "missing": missing, "metric": report.headline[k]}
     s = {m: ran[m].means[k] for m in needed}
     links = [("sweet", "mtdpo", s["sweet"] > s["mtdpo"]), ("mtdpo", "rft", s["mtdpo"] > s["rft"]),
              ("rft", "zero_shot", s["rft"] >= s["zero_shot"])]  # fmt: skip
@@ -279,7 +234,7 @@ def goal_check(rows: list[Row], spec: DomainSpec) -> dict:
     gap = s["sweet"] - s["mtdpo"]
     return {
         "made": True,
-        "metric": spec.metrics[k],
+        "metric": report.headline[k],
         "values": s,
         "ordering_holds": all(ok for _, _, ok in links),
         "ordering_fails_at": [f"{a} vs {b}" for a, b, ok in links if not ok],
@@ -293,7 +248,7 @@ def goal_check(rows: list[Row], spec: DomainSpec) -> dict:
 class DomainResults:
     """Everything the report shows for one domain."""
 
-    domain: str
+    report: DomainReport
     rows: list[Row]
     check: dict
     reference: Row | None
@@ -302,8 +257,8 @@ class DomainResults:
     behaviour: list[dict]  # per trained method: movement from the base policy, failure shares
 
     @property
-    def spec(self) -> DomainSpec:
-        return DOMAINS[self.domain]
+    def domain(self) -> str:
+        return self.report.name
 
 
 def read_domain(
@@ -312,16 +267,15 @@ def read_domain(
     """A domain's results from its metrics under `reports/<domain>/` and, for the paired intervals,
     its episodes under `evaluations` (data/<domain>/evaluations) and, for paired wins, the
     reference scores of its `test_tasks` table."""
-    spec = DOMAINS[domain]
-    methods = read_methods(reports / domain, spec)
-    rows = table_rows(methods, spec, trained)
+    report = get_domain_report(domain)
+    methods = read_methods(reports / domain, report)
+    rows = table_rows(methods, report, trained)
     critics = [c | critic_length_bias(evaluations.parent, c["critic"]) for c in read_critics(reports / domain / "stages")]
-    measure = "success" if spec.episode_column == "success" else "similarity"
-    intervals = method_intervals(evaluations, spec.episode_column, measure=measure)
-    if spec.paired_wins and intervals and test_tasks is not None and test_tasks.is_file():
+    intervals = method_intervals(evaluations, report.episode_column, measure=report.episode_measure)
+    if report.paired_wins and intervals and test_tasks is not None and test_tasks.is_file():
         frame = pl.read_parquet(test_tasks, columns=["task_id", "reference_similarity"])
         reference = dict(zip(frame["task_id"].to_list(), frame["reference_similarity"].to_list()))
-        intervals += method_intervals(evaluations, spec.episode_column, measure="win rate", reference=reference)
+        intervals += method_intervals(evaluations, report.episode_column, measure="win rate", reference=reference)
     metrics = {m: read_json(reports / domain / m / "metrics.json") for m in methods}
     behaviour = behaviour_rows(evaluations, {m: metrics[m] for m in [*TRAINED, *sorted(metrics)] if m in metrics})
-    return DomainResults(domain, rows, goal_check(rows, spec), methods.get(REFERENCE), critics, intervals, behaviour)
+    return DomainResults(report, rows, goal_check(rows, report), methods.get(REFERENCE), critics, intervals, behaviour)

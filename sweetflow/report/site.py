@@ -23,7 +23,8 @@ from pathlib import Path
 import polars as pl
 
 from sweetflow.params import Params
-from sweetflow.report.episodes import Pictures, dialogues, read_episodes, sweet_states
+from sweetflow.domain_report import get_domain_report
+from sweetflow.report.episodes import dialogues, read_episodes, sweet_states
 from sweetflow.report.intervals import Interval
 from sweetflow.report.markdown import cell, goal_sentences
 from sweetflow.report.read import LABELS, REFERENCE, DomainResults, label
@@ -72,8 +73,8 @@ def _inline(text: str) -> str:
 
 
 def results_section(r: DomainResults) -> str:
-    spec = r.spec
-    a, b = spec.columns
+    report = r.report
+    a, b = report.columns
     rows = "".join(
         f"<tr><td>{html.escape(row.label)}</td><td><code>{html.escape(row.method)}</code></td>"
         f"<td>{cell(row.means[0], row.stds[0])}</td><td>{cell(row.means[1], row.stds[1])}</td>"
@@ -81,14 +82,15 @@ def results_section(r: DomainResults) -> str:
         for row in r.rows
     )
     out = [
-        f'<section id="results-{r.domain}"><h2>{html.escape(spec.title)} (<code>{r.domain}</code>)</h2>',
-        f"<p>Numbers are {html.escape(spec.description)}, on the test tasks; mean ± standard deviation over seeds.</p>",
+        f'<section id="results-{r.domain}"><h2>{html.escape(report.title)} (<code>{r.domain}</code>)</h2>',
+        f"<p>Numbers are {html.escape(report.description)}, on the test tasks; "
+        "mean ± standard deviation over seeds.</p>",
         f'<table class="results"><thead><tr><th>method</th><th>key</th><th>{a} (%)</th><th>{b} (%)</th>'
         f"<th>seeds</th><th>paper: {a} / {b} (%)</th></tr></thead><tbody>{rows}</tbody></table>",
     ]
     for measure in dict.fromkeys(i.measure for i in r.intervals):
         out.append(intervals_table([i for i in r.intervals if i.measure == measure], measure))
-    out += [f"<p>{_inline(s)}</p>" for s in goal_sentences(r.check, spec)]
+    out += [f"<p>{_inline(s)}</p>" for s in goal_sentences(r.check, report)]
     out.append("</section>")
     return "\n".join(out)
 
@@ -155,14 +157,13 @@ def read_tasks_by_id(paths: list[Path]) -> dict[str, dict]:
 def write_domain_pages(site: Path, domain: str, methods: dict[str, pl.DataFrame], tasks: dict[str, dict],
                        params: Params, states: dict | None = None) -> list[tuple[str, str]]:  # fmt: skip
     """The dialogues page of `methods`' episodes and, given `states`, the SWEET-RL page; their links.
-    Frontend pages are rendered with the run's renderer and similarity (params frontend.scoring)."""
+    The domain draws its pictures (frontend pages: with the run's renderer and similarity, params
+    frontend.scoring)."""
     links = []
     if methods:
-        if domain == "frontend":
-            with Pictures(site, params) as pictures:
-                data = dialogues(domain, methods, tasks, pictures)
-        else:
-            data = dialogues(domain, methods, tasks, None)
+        report = get_domain_report(domain)
+        with report.pictures(site, params) as pictures:
+            data = dialogues(report, methods, tasks, pictures)
         links.append((f"dialogues-{domain}.html", f"test dialogues: {domain}"))
         name = write_data(site, f"dialogues-{domain}.js", data)
         pages = {links[-1][0]: dialogues_page(domain, name, [])}

@@ -35,7 +35,7 @@ def candidate_seed(seed: int, state_id: str, candidate: int) -> int:
 
 def generate_candidates(
     agent: Agent, tasks: dict[str, dict], trajectories: pl.DataFrame, states: pl.DataFrame, n: int, seed: int,
-    chunk: int = 128,
+    chunk: int = 128, *, max_turns: int,
 ) -> tuple[pl.DataFrame, int]:
     """`n` actions of `agent` at each state (CANDIDATE_SCHEMA rows) and how many generations failed
     (e.g. a prompt longer than the model's context); a failed candidate is left out. The log-probs
@@ -45,7 +45,7 @@ def generate_candidates(
     for state in states.iter_rows(named=True):
         prefix = dialogues[(state["task_id"], state["sample"])][: state["position"]]
         for k in range(n):
-            view = dialogue_view(tasks[state["task_id"]], prefix, candidate_seed(seed, state["state_id"], k))
+            view = dialogue_view(tasks[state["task_id"]], prefix, max_turns, candidate_seed(seed, state["state_id"], k))
             jobs.append((state, k, view))
     rows, failed = [], 0
     with tqdm(total=len(jobs), desc="candidates", unit="action") as bar:

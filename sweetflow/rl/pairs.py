@@ -45,25 +45,22 @@ def _usable(trajectories: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     return trajectories.filter(pl.col("failure").is_null()).select(columns)
 
 
-def trajectory_pairs(
-    trajectories: pl.DataFrame,
-    mode: Literal["backend", "frontend"] = "backend",
-    success_reward: float = 1.0,
-    min_gap: float = 0.1,
-) -> pl.DataFrame:
-    """Trajectory-level preference pairs, one row per pair (TRAJECTORY_PAIR_SCHEMA), sorted.
+def trajectory_pairs(trajectories: pl.DataFrame, success_reward: float = 1.0, min_gap: float = 0.1) -> pl.DataFrame:
+    """Trajectory-level preference pairs, one row per pair (TRAJECTORY_PAIR_SCHEMA), sorted. ColBench's
+    two rules differ by whether a reward has a pass mark, which the trajectories' `success` says:
 
-    backend (official `evaluate_code.py`): for each task whose best sample reaches `success_reward`,
-    the best sample (chosen) against each sample of strictly lower reward (rejected). "Best" is the
-    highest reward, ties to the lowest sample index (numpy argmax, as the official code); other
-    samples tied with the best are neither chosen nor rejected. Tasks where every sample failed give
-    no pair: there is nothing to prefer.
-    frontend (official `evaluate_html.py`): within each task, every pair of samples whose rewards
-    differ by at least `min_gap`, the higher one chosen. No success threshold: rewards are
-    similarities, and any clear gap is a preference.
+    with one (backend tests; official `evaluate_code.py`): for each task whose best sample reaches
+    `success_reward`, the best sample (chosen) against each sample of strictly lower reward
+    (rejected). "Best" is the highest reward, ties to the lowest sample index (numpy argmax, as the
+    official code); other samples tied with the best are neither chosen nor rejected. Tasks where
+    every sample failed give no pair: there is nothing to prefer.
+    without one (`success` null: frontend similarities; official `evaluate_html.py`): within each
+    task, every pair of samples whose rewards differ by at least `min_gap`, the higher one chosen.
+    Any clear gap is a preference.
     """
-    valid = _usable(trajectories, ["task_id", "sample", "reward"])
-    if mode == "backend":
+    valid = _usable(trajectories, ["task_id", "sample", "reward", "success"])
+    marked = valid["success"].is_not_null()
+    if marked.all():
         best = (
             valid.sort(["task_id", "reward", "sample"], descending=[False, True, False])
             .group_by("task_id", maintain_order=True)
@@ -71,14 +68,14 @@ def trajectory_pairs(
             .filter(pl.col("reward") >= success_reward)
         )
         pairs = best.join(valid, on="task_id", suffix="_other").filter(pl.col("reward_other") < pl.col("reward"))
-    elif mode == "frontend":
+    elif not marked.any():
         if min_gap <= 0:
             raise ValueError(f"min_gap must be positive (a pair of equal rewards is no preference); got {min_gap}")
         pairs = valid.join(valid, on="task_id", suffix="_other").filter(
             pl.col("reward") - pl.col("reward_other") >= min_gap - GAP_TOLERANCE
         )
     else:
-        raise ValueError(f"unknown mode {mode!r}: expected 'backend' or 'frontend'")
+        raise ValueError("trajectories mix rewards with a pass mark (`success` set) and without one (null)")
     return (
         pairs.select(
             "task_id",

@@ -129,9 +129,12 @@ def trajectory_pair_data(
     with_info: bool,
     scoring: Scoring,
     max_length: int,
+    *,
+    max_turns: int,
 ) -> tuple[PairData, list[str], int]:
     """(data, the trajectory key of each sequence, pairs dropped because a side is longer than
-    `max_length`). Each trajectory is tokenised once however many pairs it is in."""
+    `max_length`). Each trajectory is tokenised once however many pairs it is in; `max_turns` is the
+    turn limit the policy was told (`episodes.max_turns`)."""
     dialogues = dialogues_by_trajectory(trajectories)
     index: dict[tuple[str, int], int | None] = {}
     sequences: list[SegmentedSequence] = []
@@ -141,7 +144,7 @@ def trajectory_pair_data(
         key = (task_id, sample)
         if key not in index:
             task = tasks[task_id]
-            chat = chat_for(dialogue_view(task, dialogues[key]), task["ground_truth"] if with_info else None)
+            chat = chat_for(dialogue_view(task, dialogues[key], max_turns), task["ground_truth"] if with_info else None)
             seq = segmented(tokenizer, chat, scoring, max_length)
             index[key] = None if seq is None else len(sequences)
             if seq is not None:
@@ -167,15 +170,18 @@ def candidate_sequences(
     candidates: pl.DataFrame,
     with_info: bool,
     max_length: int,
+    *,
+    max_turns: int,
 ) -> list[SegmentedSequence | None]:
     """Per candidate row: its state followed by the candidate as the agent's next turn, that turn
-    scored; None when the whole does not fit in `max_length`."""
+    scored; None when the whole does not fit in `max_length`. `max_turns`: the turn limit the policy
+    was told (`episodes.max_turns`)."""
     dialogues = dialogues_by_trajectory(trajectories)
     chats = []
     for row in candidates.iter_rows(named=True):
         task = tasks[row["task_id"]]
         prefix = dialogues[(row["task_id"], row["sample"])][: row["position"]]
-        view = dialogue_view(task, prefix + [{"role": "agent", "content": row["message"]}])
+        view = dialogue_view(task, prefix + [{"role": "agent", "content": row["message"]}], max_turns)
         chats.append(chat_for(view, task["ground_truth"] if with_info else None))
     out = []
     with tqdm(total=len(chats), desc="tokenise", unit="action") as bar:
@@ -187,26 +193,29 @@ def candidate_sequences(
 
 
 def successful_chats(
-    tasks: dict[str, dict], trajectories: pl.DataFrame, min_reward: float, with_info: bool = False
+    tasks: dict[str, dict], trajectories: pl.DataFrame, min_reward: float, with_info: bool = False, *, max_turns: int
 ) -> list[list[dict]]:
     """The chat of every usable trajectory whose reward reaches `min_reward`: the policy's, or with
-    `with_info` the critic's (the reference solution in the system message)."""
+    `with_info` the critic's (the reference solution in the system message); `max_turns` is the turn
+    limit the policy was told (`episodes.max_turns`)."""
     kept = trajectories.filter(pl.col("failure").is_null() & (pl.col("reward") >= min_reward))
-    return [
-        chat_for(dialogue_view(tasks[task_id], dialogue), tasks[task_id]["ground_truth"] if with_info else None)
-        for task_id, dialogue in kept.select("task_id", "dialogue").iter_rows()
-    ]
+    rows = kept.select("task_id", "dialogue").iter_rows()
+    views = [(tasks[t], dialogue_view(tasks[t], d, max_turns)) for t, d in rows]
+    return [chat_for(view, task["ground_truth"] if with_info else None) for task, view in views]
 
 
 def step_pair_data(
     tokenizer, tasks: dict[str, dict], trajectories: pl.DataFrame, candidates: pl.DataFrame, pairs: pl.DataFrame,
     max_length: int,
+    *,
+    max_turns: int,
 ) -> tuple[PairData, int]:
     """Step pairs (`sweetflow.rl.pairs.step_pairs`) as sequences in the policy's view, each candidate
-    of a pair once, after its state; and how many pairs were dropped for a side longer than `max_length`."""
+    of a pair once, after its state; and how many pairs were dropped for a side longer than `max_length`.
+    `max_turns`: the turn limit the policy was told (`episodes.max_turns`)."""
     used = pl.concat([pairs.select("state_id", candidate="chosen"), pairs.select("state_id", candidate="rejected")]).unique()
     rows = candidates.join(used, on=["state_id", "candidate"]).sort("state_id", "candidate")
-    sequences = candidate_sequences(tokenizer, tasks, trajectories, rows, False, max_length)
+    sequences = candidate_sequences(tokenizer, tasks, trajectories, rows, False, max_length, max_turns=max_turns)
     index = {key: i for i, key in enumerate(rows.select("state_id", "candidate").iter_rows())}
     kept_sequences, position = [], {}
     for i, seq in enumerate(sequences):

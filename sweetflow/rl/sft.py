@@ -18,27 +18,19 @@ import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader
 
-from sweetflow.dialogue import EpisodeView, Message
 from sweetflow.models.assistant_masks import assistant_masks
 from sweetflow.rl.logprobs import forward_logprobs
 from sweetflow.rl.loop import Fitted, Objective, StepResult, TrainRun, fit, forward_batch_size
-from sweetflow.views import policy_chat
+from sweetflow.views import dialogue_view, policy_chat
 
 IGNORE = -100  # the label cross-entropy skips: prompt tokens and padding
 
 
-def demo_chats(tasks: list[dict], demos: list[dict]) -> list[list[dict]]:
-    """Each demonstration as the chat messages of the policy's view, its own turns included."""
+def demo_chats(tasks: list[dict], demos: list[dict], max_turns: int) -> list[list[dict]]:
+    """Each demonstration as the chat messages of the policy's view, its own turns included, in
+    episodes of at most `max_turns` turns (`episodes.max_turns`)."""
     by_id = {t["task_id"]: t for t in tasks}
-    chats = []
-    for demo in demos:
-        task = by_id[demo["task_id"]]
-        messages = [Message(turn["role"], turn["content"]) for turn in demo["dialogue"]]
-        view = EpisodeView(
-            demo["task_id"], task["problem_description"], messages, demo["seed"], domain=task.get("domain", "backend")
-        )
-        chats.append(policy_chat(view))
-    return chats
+    return [policy_chat(dialogue_view(by_id[d["task_id"]], d["dialogue"], max_turns, d["seed"])) for d in demos]
 
 
 @dataclass

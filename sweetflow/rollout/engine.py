@@ -38,6 +38,7 @@ class Episode:
     seed: int
     domain: str
     view_fields: dict  # what scripted agents may read (DomainRuntime.view_fields)
+    max_turns: int  # the turn limit the agent is told (episodes.max_turns)
     messages: list[Message] = field(default_factory=list)
     turns: list[AgentTurn] = field(default_factory=list)
     answer: str | None = None
@@ -60,6 +61,7 @@ class Episode:
             messages=list(self.messages),
             seed=self.seed,
             domain=self.domain,
+            max_turns=self.max_turns,
             **self.view_fields,
         )
 
@@ -114,7 +116,9 @@ def run_episodes(
     task, sample order."""
     done = checkpoint.load()
     todo = [
-        Episode(task, s, episode_seed(seed, task["task_id"], s), runtime.name, runtime.view_fields(task))
+        Episode(
+            task, s, episode_seed(seed, task["task_id"], s), runtime.name, runtime.view_fields(task), params.max_turns
+        )
         for task in tasks
         for s in range(samples_per_task)
         if (task["task_id"], s) not in done

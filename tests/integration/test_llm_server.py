@@ -79,14 +79,14 @@ def test_chat_template_renders(tiny_checkpoint):
 
 
 def test_tokenizer_splits_digits_and_is_deterministic():
-    a, b = train_tokenizer(CORPUS, 300), train_tokenizer(CORPUS, 300)
+    a, b = train_tokenizer(CORPUS, 300, 10), train_tokenizer(CORPUS, 300, 10)
     assert a.backend_tokenizer.to_str() == b.backend_tokenizer.to_str()
     assert [t for t in a.tokenize("told 86, writes 1234") if t.strip("Ġ").isdigit()] == list("861234")
     assert a.decode(a("any text: ünïcödé ✓ 86")["input_ids"]) == "any text: ünïcödé ✓ 86"
 
 
 def test_build_model_is_deterministic_by_seed():
-    tok = train_tokenizer(CORPUS, 300)
+    tok = train_tokenizer(CORPUS, 300, 10)
     m1, m2, m3 = build_model(tok, seed=1), build_model(tok, seed=1), build_model(tok, seed=2)
     w1, w2, w3 = (m.model.embed_tokens.weight for m in (m1, m2, m3))
     assert (w1 == w2).all() and not (w1 == w3).all()

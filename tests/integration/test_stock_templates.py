@@ -74,7 +74,8 @@ def test_the_trained_chain_runs_on_a_stock_template(model, project: Path):
     tasks = {t["task_id"]: t for t in pl.read_parquet(project / "data/backend/tasks/train.parquet").to_dicts()}
     dialogues = dialogues_by_trajectory(pl.read_parquet(project / "data/backend/rollout/trajectories.parquet"))
     (task_id, _), dialogue = next(iter(dialogues.items()))
-    chat = chat_for(dialogue_view(tasks[task_id], dialogue), tasks[task_id]["ground_truth"])
+    view = dialogue_view(tasks[task_id], dialogue, params["episodes"]["max_turns"])
+    chat = chat_for(view, tasks[task_id]["ground_truth"])
     sequence = segmented(critic, chat, "turns", 100_000)
     assert "".join(tasks[task_id]["ground_truth"].split()) in "".join(critic.decode(sequence.input_ids).split())
     assert (project / "models/backend/policies/sweet/seed0/model.safetensors").is_file()

@@ -136,7 +136,7 @@ def twin(model: str, text: str | None = None) -> str:
 
 @cache
 def _trained(max_length: int):
-    return train_tokenizer(CORPUS, vocab_size=300, max_length=max_length)
+    return train_tokenizer(CORPUS, vocab_size=300, max_turns=10, max_length=max_length)
 
 
 def stock_tokenizer(model: str, max_length: int = 3072):

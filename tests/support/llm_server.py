@@ -76,7 +76,7 @@ def build_tiny_checkpoint(dest: Path, texts: list[str] = CORPUS, vocab_size: int
     from sweetflow.models.checkpoint import save_checkpoint
     from sweetflow.models.tiny import build_model, train_tokenizer
 
-    tokenizer = train_tokenizer(texts, vocab_size=vocab_size)
+    tokenizer = train_tokenizer(texts, vocab_size=vocab_size, max_turns=10)
     return save_checkpoint(build_model(tokenizer, seed=0), tokenizer, dest)
 
 

@@ -39,7 +39,7 @@ CORPUS = ["The header should be green, not gray.", "Add a footer with links.", "
 
 
 def build_tiny_vlm(dest: Path) -> Path:
-    tokenizer = train_tokenizer(CORPUS, vocab_size=300)
+    tokenizer = train_tokenizer(CORPUS, vocab_size=300, max_turns=10)
     tokenizer.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]})
     tokenizer.chat_template = CHAT_TEMPLATE
     processor = LlavaProcessor(

@@ -22,8 +22,8 @@ def no_scoring(monkeypatch):
     def started(*args, **kwargs):
         raise AssertionError("scoring started")
 
-    monkeypatch.setattr("sweetflow.scorefile.Sandbox", started)
-    monkeypatch.setattr("sweetflow.frontend.render.RenderPool", started)
+    monkeypatch.setattr("sweetflow.backend.scorefile.Sandbox", started)
+    monkeypatch.setattr("sweetflow.frontend.scorefile.RenderPool", started)
 
 
 def score(capsys, path: Path, domain: str, *args: str) -> tuple[int, str]:

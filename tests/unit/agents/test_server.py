@@ -188,7 +188,8 @@ def test_a_stage_killed_outright_takes_its_server_along(checkpoint_dir, tmp_path
 
 
 def views(n: int) -> list[EpisodeView]:
-    return [EpisodeView(f"t{i}", "Write a function that adds two numbers.", [Message("agent", "What")][: i % 2], seed=i)
+    return [EpisodeView(f"t{i}", "Write a function that adds two numbers.", [Message("agent", "What")][: i % 2], seed=i,
+                        max_turns=10)
             for i in range(n)]  # fmt: skip
 
 

@@ -34,7 +34,8 @@ def views(corpus) -> list[EpisodeView]:
     out = []
     for i, demo in enumerate(corpus.demos[:6]):
         messages = [Message(t["role"], t["content"]) for t in demo["dialogue"]][: 2 * (i % 3)]
-        out.append(EpisodeView(demo["task_id"], by_id[demo["task_id"]]["problem_description"], messages, demo["seed"]))
+        out.append(EpisodeView(demo["task_id"], by_id[demo["task_id"]]["problem_description"], messages, demo["seed"],
+                               max_turns=10))
     return out
 
 
@@ -114,7 +115,7 @@ def test_batching_and_left_padding_change_nothing(checkpoint, views, temperature
 
 
 def test_a_prompt_longer_than_the_context_fails_only_its_episode(checkpoint, views):
-    long = EpisodeView("long", "Please " * 3000, [], seed=1)
+    long = EpisodeView("long", "Please " * 3000, [], seed=1, max_turns=10)
     turns = agent(checkpoint, max_new_tokens=8).act([views[0], long, views[1]])
     assert isinstance(turns[1], ContextOverflow) and "context holds 1536" in str(turns[1])
     assert isinstance(turns[0], AgentTurn) and isinstance(turns[2], AgentTurn)

@@ -14,7 +14,10 @@ _, TASKS = generate_tasks(0, 28, seed=5)
 
 
 def view(task: dict, messages=(), seed: int = 0) -> EpisodeView:
-    return EpisodeView(task["task_id"], task["problem_description"], list(messages), seed, task["facts"], task["template"])
+    return EpisodeView(
+        task["task_id"], task["problem_description"], list(messages), seed, task["facts"], task["template"],
+        max_turns=10,
+    )
 
 
 def test_expert_at_full_skill_asks_about_every_fact_then_answers():

@@ -23,7 +23,8 @@ FRONTEND_SAMPLE = SAMPLE / "frontend_test_first30.jsonl"
 
 def view(task: dict, messages: list[Message], seed: int = 0) -> EpisodeView:
     return EpisodeView(
-        task["task_id"], task["problem_description"], list(messages), seed, target=task["ground_truth"], domain="frontend"
+        task["task_id"], task["problem_description"], list(messages), seed, target=task["ground_truth"],
+        domain="frontend", max_turns=MAX_TURNS,
     )
 
 
@@ -102,5 +103,5 @@ def test_expert_also_reaches_real_targets_as_compare_reads_them():
 
 
 def test_backend_views_are_unchanged():
-    backend_view = EpisodeView("t", "Write a function.", [], 0, [{"topic": "x"}], "tmpl")
+    backend_view = EpisodeView("t", "Write a function.", [], 0, [{"topic": "x"}], "tmpl", max_turns=10)
     assert backend_view.target == "" and backend_view.template == "tmpl" and backend_view.turn == 0

@@ -27,7 +27,7 @@ from sweetflow.models.checkpoint import FOLD_SEPARATOR, adapt_template, load_che
 from sweetflow.models.tiny import EOS
 from sweetflow.rl.sequences import NOT_SCORED, segmented
 from sweetflow.rl.sft import IGNORE, encode_chats
-from sweetflow.views import BACKEND_SYSTEM_PROMPT, chat_for, dialogue_view, policy_chat
+from sweetflow.views import chat_for, dialogue_view, policy_chat, policy_instructions
 from tests.support.chat_templates import DATE, STOCK, USABLE, _trained, stock_checkpoint, stock_tokenizer, twin
 
 
@@ -86,14 +86,14 @@ REFERENCE = "def fee(amount):\n    return amount + 45"
 @pytest.mark.parametrize("model", USABLE)
 def test_the_system_message_reaches_the_critic_and_the_policy_in_every_sequence(model):
     plain, _, record = adopted(model)
-    view = dialogue_view(TASK, DIALOGUE)
+    view = dialogue_view(TASK, DIALOGUE, 10)
     critic = plain.apply_chat_template(trained_chat(plain, chat_for(view, REFERENCE)), tokenize=False)
     policy = plain.apply_chat_template(trained_chat(plain, policy_chat(view)), tokenize=False)
-    prompt = plain.apply_chat_template(policy_chat(dialogue_view(TASK, DIALOGUE[:2])), tokenize=False,
+    prompt = plain.apply_chat_template(policy_chat(dialogue_view(TASK, DIALOGUE[:2], 10)), tokenize=False,
                                        add_generation_prompt=True)  # fmt: skip
-    assert REFERENCE in critic and BACKEND_SYSTEM_PROMPT in critic
-    assert BACKEND_SYSTEM_PROMPT in prompt and policy.startswith(prompt)  # generated from what it trains on
-    folded = BACKEND_SYSTEM_PROMPT + FOLD_SEPARATOR + TASK["problem_description"]
+    assert REFERENCE in critic and policy_instructions("backend", 10) in critic
+    assert policy_instructions("backend", 10) in prompt and policy.startswith(prompt)  # generated from what it trains on
+    folded = policy_instructions("backend", 10) + FOLD_SEPARATOR + TASK["problem_description"]
     assert (folded in policy) == (record["system"] == "first user turn")
 
 
@@ -154,8 +154,8 @@ def test_a_reasoning_template_without_a_switch_is_refused_at_adoption_naming_the
 
 def test_a_reasoning_model_generates_without_reasoning_and_trains_on_the_answer():
     plain, _, _ = adopted("qwen3-0.6b")
-    view = dialogue_view(TASK, DIALOGUE)
-    prompt = plain.apply_chat_template(policy_chat(dialogue_view(TASK, DIALOGUE[:2])), tokenize=False,
+    view = dialogue_view(TASK, DIALOGUE, 10)
+    prompt = plain.apply_chat_template(policy_chat(dialogue_view(TASK, DIALOGUE[:2], 10)), tokenize=False,
                                        add_generation_prompt=True)  # fmt: skip
     assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")  # enable_thinking=False
     seq = segmented(plain, policy_chat(view), "turns", 10_000)

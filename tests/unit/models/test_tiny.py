@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from sweetflow.frontend.tasks import generate_frontend_tasks
 from sweetflow.models.tiny import EOS, tokenizer_corpus, train_tokenizer
 from sweetflow.rl.sft import IGNORE, demo_chats, encode_chats
+from sweetflow.views import policy_instructions
 
 CHAT = [
     {"role": "system", "content": "Be brief."},
@@ -20,7 +21,8 @@ CHAT = [
 
 
 def tokenizer(corpus):
-    return train_tokenizer(tokenizer_corpus(corpus.train, demo_chats(corpus.train, corpus.demos)), 384, max_length=1536)
+    corpus_texts = tokenizer_corpus(corpus.train, demo_chats(corpus.train, corpus.demos, 10), 10)
+    return train_tokenizer(corpus_texts, 384, 10, max_length=1536)
 
 
 def test_tokenizer_splits_numbers_into_digits_and_round_trips(corpus):
@@ -54,12 +56,25 @@ def test_chat_template_marks_exactly_the_assistant_turns(corpus):
 
 
 def test_demonstrations_become_the_policy_view(corpus):
-    chats = demo_chats(corpus.train, corpus.demos)
+    chats = demo_chats(corpus.train, corpus.demos, 10)
     assert len(chats) == len(corpus.demos)
     for chat, demo in zip(chats, corpus.demos):
         assert [m["role"] for m in chat[:2]] == ["system", "user"]
         assert [m["content"] for m in chat[2:]] == [t["content"] for t in demo["dialogue"]]
         assert chat[-1]["role"] == "assistant" and "I WANT TO ANSWER:" in chat[-1]["content"]
+
+
+@pytest.mark.parametrize("domain", ["backend", "frontend"])
+def test_the_template_leaves_out_the_instructions_of_the_runs_turn_limit(domain):
+    """The instructions state `episodes.max_turns`; the tokenizer of a 3-turn run leaves out the
+    3-turn instructions (and would show the 10-turn ones), the training information stays."""
+    texts = [CHAT[1]["content"], CHAT[2]["content"]]
+    three, ten = train_tokenizer(texts, 300, 3), train_tokenizer(texts, 300, 10)
+    for tokenizer, max_turns, shown in ((three, 3, ""), (ten, 3, policy_instructions(domain, 3)), (ten, 10, "")):
+        system = policy_instructions(domain, max_turns) + "\n\nTraining-time information: 86"
+        text = tokenizer.apply_chat_template([{"role": "system", "content": system}, *CHAT[1:]], tokenize=False)
+        assert text.startswith(f"<|begin|><|system|>{shown}\n\nTraining-time information: 86{EOS}<|user|>")
+    assert list(tokenizer_corpus([], [[{"role": "system", "content": policy_instructions(domain, 3)}]], 3)) == []
 
 
 PAGES = generate_frontend_tasks(40, 8, seed=5)
@@ -69,7 +84,7 @@ PAGES = generate_frontend_tasks(40, 8, seed=5)
 def page_tokenizers():
     train, _ = PAGES
     pages = [t["ground_truth"] for t in train]
-    return {name: train_tokenizer(pages, 2048, pre_tokenizer=name) for name in ("digits", "lines")}
+    return {name: train_tokenizer(pages, 2048, 10, pre_tokenizer=name) for name in ("digits", "lines")}
 
 
 def test_a_line_tokenizer_writes_a_page_in_a_fraction_of_the_tokens_and_never_spans_lines(page_tokenizers):

@@ -13,10 +13,11 @@ import matplotlib.image
 import polars as pl
 import pytest
 
+from sweetflow.domain_report import get_domain_report
 from sweetflow.errors import InputError
+from sweetflow.params import DOMAINS
 from sweetflow.report.plots import plot_curves, plot_methods
 from sweetflow.report.read import (
-    DOMAINS,
     critic_length_bias,
     find_curves,
     goal_check,
@@ -87,13 +88,13 @@ def project(tmp_path, monkeypatch):
 
 
 def rows_of(root: Path, domain: str = "backend") -> list:
-    spec = DOMAINS[domain]
-    return table_rows(read_methods(root / "reports" / domain, spec), spec)
+    report = get_domain_report(domain)
+    return table_rows(read_methods(root / "reports" / domain, report), report)
 
 
 def section(markdown: str, domain: str) -> str:
     """The part of results.md about one domain."""
-    title = DOMAINS[domain].title
+    title = get_domain_report(domain).title
     return markdown.split(f"## {title}")[1].split("\n## ")[0]
 
 
@@ -169,7 +170,7 @@ def test_goal_check_does_not_hold_when_the_gap_is_within_the_spread(project):
     data = dict(HOLDS, sweet=over_seeds([0.27, 0.32, 0.37], [0.5, 0.5, 0.5]))
     for method, d in data.items():
         write_metrics(project, method, d)
-    check = goal_check(rows_of(project), DOMAINS["backend"])
+    check = goal_check(rows_of(project), get_domain_report("backend"))
     assert check["ordering_holds"] is True
     assert check["gap"] == pytest.approx(0.02) and check["spread"] == pytest.approx(0.05)
     assert check["gap_exceeds_spread"] is False
@@ -209,7 +210,7 @@ def test_checkpoints_evaluated_on_other_seeds_than_params_are_flagged(project):
 def test_no_spread_from_single_runs(project):
     for method, success in (("zero_shot", 0.1), ("rft", 0.2), ("mtdpo", 0.3), ("sweet", 0.4)):
         write_metrics(project, method, over_seeds([success], [success]))
-    check = goal_check(rows_of(project), DOMAINS["backend"])
+    check = goal_check(rows_of(project), get_domain_report("backend"))
     assert check["ordering_holds"] is True and check["spread"] is None and check["gap_exceeds_spread"] is None
     assert "the seed spread cannot be estimated" in run_stage_in(project)
 

@@ -34,7 +34,7 @@ def view(task_id: str, agent_said: list[str]) -> EpisodeView:
     messages = []
     for text in agent_said:
         messages += [Message(AGENT, text), Message(HUMAN, "ok")]
-    return EpisodeView(task_id, "a problem", messages, seed=1)
+    return EpisodeView(task_id, "a problem", messages, seed=1, max_turns=10)
 
 
 def test_replay_says_the_script_then_hands_over_to_the_policy():

@@ -1,4 +1,4 @@
-"""Pair building (sweetflow/pairs.py) on hand-built frames: the official trajectory rules, turn-state
+"""Pair building (sweetflow/rl/pairs.py) on hand-built frames: the official trajectory rules, turn-state
 sampling and step pairs drawn from the right halves, deterministically."""
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from sweetflow.rl.pairs import sample_turn_states, step_pairs, trajectory_pairs,
 from sweetflow.tables import TRAJECTORY_SCHEMA
 
 
-def traj(task_id: str, sample: int, reward: float, n_turns: int = 2, failure: str | None = None) -> dict:
+def traj(
+    task_id: str, sample: int, reward: float, n_turns: int = 2, failure: str | None = None, marked: bool = True
+) -> dict:
+    """A trajectory row; `marked=False` gives a reward without a pass mark (`success` null: a similarity)."""
     dialogue = []
     for t in range(n_turns):
         dialogue.append({"role": "agent", "content": f"question {t}"})
@@ -20,7 +23,8 @@ def traj(task_id: str, sample: int, reward: float, n_turns: int = 2, failure: st
             dialogue.append({"role": "human", "content": f"reply {t}"})
     return {
         "task_id": task_id, "sample": sample, "seed": 0, "dialogue": dialogue, "answer": "", "answered": True,
-        "n_turns": n_turns, "reward": reward, "success": reward == 1.0, "score_status": "ok", "failure": failure,
+        "n_turns": n_turns, "reward": reward, "success": reward == 1.0 if marked else None, "score_status": "ok",
+        "failure": failure,
     }
 
 
@@ -52,31 +56,38 @@ def test_backend_ties_for_best_go_to_the_lowest_sample_and_the_other_best_is_not
     assert pairs_of(trajectory_pairs(trajectories)) == [("a", 0, 1)]  # not (0, 2): 2 ties with the best
 
 
+def similarities(*rows: dict) -> pl.DataFrame:
+    """Frontend-shaped trajectories: rewards without a pass mark."""
+    return frame(*({**row, "success": None} for row in rows))
+
+
 def test_failed_episodes_are_neither_chosen_nor_rejected():
-    trajectories = frame(traj("a", 0, 1.0), traj("a", 1, 0.0, failure="simulator: timeout"), traj("a", 2, 0.4))
-    assert pairs_of(trajectory_pairs(trajectories)) == [("a", 0, 2)]
-    assert pairs_of(trajectory_pairs(trajectories, "frontend")) == [("a", 0, 2)]
+    rows = (traj("a", 0, 1.0), traj("a", 1, 0.0, failure="simulator: timeout"), traj("a", 2, 0.4))
+    assert pairs_of(trajectory_pairs(frame(*rows))) == [("a", 0, 2)]
+    assert pairs_of(trajectory_pairs(similarities(*rows))) == [("a", 0, 2)]
 
 
 def test_frontend_pairs_every_two_samples_at_least_min_gap_apart():
     # Rewards 0.9, 0.85, 0.7, 0.3: gaps ≥ 0.1 are 0.9−0.7, 0.9−0.3, 0.85−0.7 (= 0.15), 0.85−0.3, 0.7−0.3;
     # 0.9−0.85 = 0.05 is too close. Higher reward is chosen. No success threshold.
-    trajectories = frame(traj("a", 0, 0.7), traj("a", 1, 0.9), traj("a", 2, 0.3), traj("a", 3, 0.85), traj("b", 0, 0.5))
-    result = trajectory_pairs(trajectories, "frontend")
+    rows = (traj("a", 0, 0.7), traj("a", 1, 0.9), traj("a", 2, 0.3), traj("a", 3, 0.85), traj("b", 0, 0.5))
+    result = trajectory_pairs(similarities(*rows))
     assert pairs_of(result) == [("a", 0, 2), ("a", 1, 0), ("a", 1, 2), ("a", 3, 0), ("a", 3, 2)]
-    assert pairs_of(trajectory_pairs(trajectories, "frontend", min_gap=0.5)) == [("a", 1, 2), ("a", 3, 2)]
+    assert pairs_of(trajectory_pairs(similarities(*rows), min_gap=0.5)) == [("a", 1, 2), ("a", 3, 2)]
+    # The same rewards with a pass mark follow the backend rule: no sample reaches 1, no pair.
+    assert trajectory_pairs(frame(*rows)).height == 0
 
 
 def test_frontend_gap_of_exactly_min_gap_counts_despite_float_rounding():
     # 0.3 − 0.2 = 0.09999999999999998 in floats; it is a gap of 0.1.
-    assert pairs_of(trajectory_pairs(frame(traj("a", 0, 0.2), traj("a", 1, 0.3)), "frontend")) == [("a", 1, 0)]
+    assert pairs_of(trajectory_pairs(similarities(traj("a", 0, 0.2), traj("a", 1, 0.3)))) == [("a", 1, 0)]
 
 
 def test_trajectory_pairs_reject_bad_arguments():
-    with pytest.raises(ValueError, match="unknown mode"):
-        trajectory_pairs(frame(traj("a", 0, 1.0)), "both")
+    with pytest.raises(ValueError, match="mix rewards with a pass mark"):
+        trajectory_pairs(pl.concat([frame(traj("a", 0, 1.0)), similarities(traj("a", 1, 0.5))]))
     with pytest.raises(ValueError, match="min_gap"):
-        trajectory_pairs(frame(traj("a", 0, 1.0)), "frontend", min_gap=0.0)
+        trajectory_pairs(similarities(traj("a", 0, 1.0)), min_gap=0.0)
     with pytest.raises(ValueError, match="lack column"):
         trajectory_pairs(pl.DataFrame({"task_id": ["a"], "reward": [1.0]}))
 
