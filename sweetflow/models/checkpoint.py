@@ -38,15 +38,16 @@ def local_checkpoint(name: str, key: str = "model.base") -> Path:
     return path
 
 
-def load_checkpoint(path: Path | str, device: str | torch.device = "cpu"):
-    """(model, tokenizer) from a local checkpoint directory, in the checkpoint's own dtype, in eval mode.
+def load_checkpoint(path: Path | str, device: str | torch.device = "cpu", dtype: str = "auto"):
+    """(model, tokenizer) from a local checkpoint directory, in eval mode, in `dtype` (auto: the
+    checkpoint's own).
     A chat template whose agent turns cannot be told apart is a TemplateError here, before any use."""
     path = Path(path)
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path}: not a checkpoint directory (no config.json)")
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     check_template(tokenizer, str(path))
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype="auto").to(device)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype).to(device)
     return model.eval(), tokenizer
 
 
