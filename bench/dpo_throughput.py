@@ -344,14 +344,15 @@ def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute
     engine = load_params(ROOT / "params.yaml").training.model_copy(update={"threads": 1, "precision": s["precision"]})
     loss = PreferenceLoss(s["beta"], length_normalize=False, nll_coef=s["nll_coef"])
     started = time.perf_counter()
-    summary = train_preference(model, data, ref, loss, p, engine, tokenizer.pad_token_id, tmp / "live", "dpo_bench").summary
+    fitted = train_preference(model, data, ref, loss, p, engine, tokenizer.pad_token_id, tmp / "live", "dpo_bench")
     train_s = time.perf_counter() - started
+    summary = fitted.summary
     # The loop counts the tokens of its forward passes: a pair's shared prompt is read once there.
     if not 0 < summary["train_tokens"] <= data.tokens():
         raise RuntimeError(f"the loop counted {summary['train_tokens']} tokens, the data holds {data.tokens()}")
     return {
         "tokens": data.tokens(), "forward_tokens": summary["train_tokens"], "steps": summary["steps"], "prep_s": prep_s, "ref_s": ref_s, "train_s": train_s,
-        "loop_seconds": summary["train_seconds"], "loss_last_epoch": summary["train_loss_last_epoch"],
+        "loop_seconds": fitted.run["train_seconds"], "loss_last_epoch": summary["train_loss_last_epoch"],
     }  # fmt: skip
 
 
