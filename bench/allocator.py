@@ -1,5 +1,5 @@
 """Benchmark: training steps and a generation batch of the tiny model, with and without the stages'
-malloc settings (`stages._common.keep_freed_memory`: freed memory kept for reuse instead of handed
+malloc settings (`stages/_common.py`, `keep_freed_memory`: freed memory kept for reuse instead of handed
 back to the system at every step).
 
 Each variant runs in a fresh process (malloc's settings are per process and best made before any
@@ -14,6 +14,8 @@ Prints a table and writes bench/results/allocator.json. Usage:
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import json
 import platform
 import resource
@@ -28,13 +30,20 @@ from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "allocator.json"
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+
+
+def keep_freed_memory() -> None:
+    """The stages' two mallopt calls (`stages/_common.py`, `keep_freed_memory`): glibc keeps up to
+    1 GiB of freed memory for reuse. Written out here so that the benchmark imports only the library."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)
+    libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
 
 
 def child(kind: str, keep: bool, steps: int) -> None:
     """One measurement, in this process: prints {"s": wall seconds, "sys": system CPU seconds}."""
     if keep:
-        from stages._common import keep_freed_memory
-
         keep_freed_memory()
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
