@@ -11,7 +11,8 @@ configuration trains one epoch from the same initial weights:
       accelerate, no logging.
 
 for each precision (fp32, bf16 autocast) and torch thread count (1, 2). Tokens are all tokens the
-model reads (prompt and answer; padding excluded). Prints a table and writes
+model reads (prompt and answer; padding excluded); "epoch loss" is the loop's mean training loss over the
+epoch, which shows what bf16 autocast does to learning. Prints a table and writes
 bench/results/sft_throughput.json. Usage:
     python bench/sft_throughput.py [--examples 160] [--threads 1 2] [--precisions fp32 bf16]
 """
@@ -103,10 +104,11 @@ def main(argv: list[str] | None = None) -> int:
                     fitted = train_sft(model, examples, [], p, engine, tokenizer.pad_token_id, Path(tmp) / "live")
                 loop = "train_sft, grouped" if grouped else "train_sft, shuffled"
                 results.append({**row, "loop": loop, "tokens": fitted.summary["train_tokens"],
-                                "seconds": fitted.run["train_seconds"]})  # fmt: skip
+                                "seconds": fitted.run["train_seconds"],
+                                "loss": fitted.summary["train_loss_last_epoch"]})  # fmt: skip
             model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
             tokens, seconds = plain_torch_loop(model, examples, p, tokenizer.pad_token_id)
-            results.append({**row, "loop": "plain torch", "tokens": tokens, "seconds": seconds})
+            results.append({**row, "loop": "plain torch", "tokens": tokens, "seconds": seconds, "loss": None})
     for r in results:
         r["tokens_per_s"] = r["tokens"] / r["seconds"]
     for start in range(0, len(results), 3):  # grouped, shuffled, baseline
@@ -120,11 +122,12 @@ def main(argv: list[str] | None = None) -> int:
         title=f"SFT tokens/s: {len(examples)} demonstrations ({results[0]['tokens']} tokens), batch {base.batch_size}, "
         f"{parameters / 1e6:.2f}M parameters"
     )
-    for column in ("loop", "threads", "precision", "seconds", "tokens/s", "x plain torch"):
+    for column in ("loop", "threads", "precision", "seconds", "tokens/s", "x plain torch", "epoch loss"):
         table.add_column(column, justify="left" if column == "loop" else "right", no_wrap=True)
     for r in results:
         table.add_row(r["loop"], str(r["threads"]), r["precision"], f"{r['seconds']:.1f}",
-                      f"{r['tokens_per_s']:.0f}", f"{r['ratio_to_baseline']:.2f}")  # fmt: skip
+                      f"{r['tokens_per_s']:.0f}", f"{r['ratio_to_baseline']:.2f}",
+                      "" if r["loss"] is None else f"{r['loss']:.4f}")  # fmt: skip
     console.print(table)
 
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
