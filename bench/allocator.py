@@ -112,7 +112,8 @@ def main() -> None:
                 runs[keep].append(measure(kind, keep, args))
         median = {k: {m: statistics.median(r[m] for r in v) for m in ("s", "sys")} for k, v in runs.items()}
         rows.append({
-            "work": f"{args.steps} training steps" if kind == "train" else f"{args.rows} rows x {args.tokens} tokens, 900-token prompts",
+            "work": f"{args.steps} training steps" if kind == "train"
+            else f"{args.rows} rows x {args.tokens} tokens, 900-token prompts",
             "default_s": median[False]["s"], "default_sys_s": median[False]["sys"],
             "kept_s": median[True]["s"], "kept_sys_s": median[True]["sys"],
             "speedup": median[False]["s"] / median[True]["s"], "rounds": args.rounds,

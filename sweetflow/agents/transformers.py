@@ -108,7 +108,9 @@ class TransformersAgent:
         if not fits:
             return results
         generators = [torch.Generator(self.model.device).manual_seed(turn_seed(views[i])) for i in fits]
-        prefixes = [self.prefixes.get((views[i].task_id, views[i].seed)) for i in fits] if self.params.reuse_prefix else None
+        prefixes = None
+        if self.params.reuse_prefix:
+            prefixes = [self.prefixes.get((views[i].task_id, views[i].seed)) for i in fits]
         generated = sample(
             self.model, [ids[i] for i in fits], generators, self.params.temperature, self.params.top_p,
             self.params.max_new_tokens, self.max_context, self.stop_ids, self.pad_id, prefixes,
