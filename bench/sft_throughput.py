@@ -46,14 +46,14 @@ TASKS, DEMOS = ROOT / "data/backend/tasks/train.parquet", ROOT / "data/backend/d
 RESULTS = ROOT / "bench" / "results" / "sft_throughput.json"
 
 
-def plain_torch_loop(model, examples, p: ModelParams, pad_id: int) -> tuple[int, float]:
+def plain_torch_loop(model, examples, p: ModelParams, precision: str, pad_id: int) -> tuple[int, float]:
     """The baseline: what train_sft does per step, written directly against torch."""
     loader = DataLoader(
         examples, batch_size=p.batch_size, shuffle=True, generator=torch.Generator().manual_seed(p.seed),
         collate_fn=lambda batch: collate(batch, pad_id),
     )  # fmt: skip
     optimizer = torch.optim.AdamW(model.parameters(), lr=p.learning_rate, betas=(0.9, 0.95), weight_decay=0.0)
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if p.precision == "bf16" else nullcontext()
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
     model.train()
     tokens, started = 0, time.perf_counter()
     for step, batch in enumerate(loader):
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "seconds": fitted.run["train_seconds"],
                                 "loss": fitted.summary["train_loss_last_epoch"]})  # fmt: skip
             model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
-            tokens, seconds = plain_torch_loop(model, examples, p, tokenizer.pad_token_id)
+            tokens, seconds = plain_torch_loop(model, examples, p, precision, tokenizer.pad_token_id)
             results.append({**row, "loop": "plain torch", "tokens": tokens, "seconds": seconds, "loss": None})
     for r in results:
         r["tokens_per_s"] = r["tokens"] / r["seconds"]
