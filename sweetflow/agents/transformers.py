@@ -23,7 +23,8 @@ the human's reply: with the knob on, an episode keeps the keys and values of eve
 or written, and its next turn reads only the tokens after the longest prefix it shares with them
 (compared token by token, so a message that tokenizes differently when read back is simply read
 again). The tokens are the same as without it, but not always the bits: keys computed one token at
-a time and keys computed in one prompt pass round differently (docs/performance.md, "Generation: prefix reuse, bf16").
+a time and keys computed in one prompt pass round differently (docs/performance.md, "Generation:
+prefix reuse, bf16").
 """
 
 from __future__ import annotations
