@@ -348,14 +348,15 @@ def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute
     loss = PreferenceLoss(s["beta"], length_normalize=False, nll_coef=s["nll_coef"])
     started = time.perf_counter()
     run = TrainRun(trainer=p, engine=engine, log_dir=tmp / "live", name="dpo_bench")
-    summary = train_preference(model, ScoredPairs(data, ref), loss, run=run, pad_id=tokenizer.pad_token_id).summary
+    fitted = train_preference(model, ScoredPairs(data, ref), loss, run=run, pad_id=tokenizer.pad_token_id)
     train_s = time.perf_counter() - started
+    summary = fitted.summary
     # The loop counts the tokens of its forward passes: a pair's shared prompt is read once there.
     if not 0 < summary["train_tokens"] <= data.tokens():
         raise RuntimeError(f"the loop counted {summary['train_tokens']} tokens, the data holds {data.tokens()}")
     return {
         "tokens": data.tokens(), "forward_tokens": summary["train_tokens"], "steps": summary["steps"], "prep_s": prep_s, "ref_s": ref_s, "train_s": train_s,
-        "loop_seconds": summary["train_seconds"], "loss_last_epoch": summary["train_loss_last_epoch"],
+        "loop_seconds": fitted.run["train_seconds"], "loss_last_epoch": summary["train_loss_last_epoch"],
     }  # fmt: skip
 
 

@@ -6,14 +6,13 @@ engine, at concurrency 1 and at the default bound. Each episode runs `--turns` a
 model never answers early), `--tokens` new tokens per message.
 
 Prints a table and writes bench/results/episodes_throughput.json. Usage:
-    python bench/episodes_throughput.py [--tasks 8] [--turns 3] [--tokens 24]
+    python bench/episodes_throughput.py [--tasks 8] [--turns 3] [--tokens 24] [--concurrency 8]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,20 +20,20 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from sweetflow.agents.openai import OpenAIAgent
+from sweetflow.agents.server import serve
+from sweetflow.backend.domain import sandbox_runtime
+from sweetflow.backend.sandbox.pool import Sandbox
+from sweetflow.backend.scoring import check_references
+from sweetflow.backend.simulators import OpenAIHuman
+from sweetflow.backend.tasks.procedural import generate_tasks
+from sweetflow.endpoint import ChatClient
+from sweetflow.models.checkpoint import save_checkpoint
+from sweetflow.models.tiny import build_model, train_tokenizer
+from sweetflow.params import EndpointParams, OpenAIAgentParams, load_params
+from sweetflow.rollout.engine import Checkpoint, run_episodes
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # for the server helpers under tests/
-
-from sweetflow.agents.openai import OpenAIAgent  # noqa: E402
-from sweetflow.backend.domain import sandbox_runtime  # noqa: E402
-from sweetflow.backend.sandbox.pool import Sandbox  # noqa: E402
-from sweetflow.backend.scoring import check_references  # noqa: E402
-from sweetflow.backend.simulators import OpenAIHuman  # noqa: E402
-from sweetflow.backend.tasks.procedural import generate_tasks  # noqa: E402
-from sweetflow.endpoint import ChatClient  # noqa: E402
-from sweetflow.params import EndpointParams, OpenAIAgentParams, load_params  # noqa: E402
-from sweetflow.rollout.engine import Checkpoint, run_episodes  # noqa: E402
-from tests.support.llm_server import build_tiny_checkpoint, serve_checkpoint  # noqa: E402
-
 RESULTS = ROOT / "bench" / "results" / "episodes_throughput.json"
 
 
@@ -51,8 +50,11 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp, Sandbox(params.backend.scoring) as sandbox:
         tasks = [{**t, "expected": c.expected} for t, c in zip(tasks, check_references(tasks, sandbox))]
-        checkpoint = build_tiny_checkpoint(Path(tmp) / "checkpoint")
-        with serve_checkpoint(checkpoint) as (base_url, model):
+        # Random weights (it talks nonsense, fast), a tokenizer trained on the tasks' own words.
+        tokenizer = train_tokenizer([t["problem_description"] for t in tasks], vocab_size=384)
+        checkpoint = save_checkpoint(build_model(tokenizer, seed=0), tokenizer, Path(tmp) / "checkpoint")
+        with serve(params.agents["served_base"].server, checkpoint) as served:  # params.yaml's `transformers serve`
+            base_url, model = served.base_url, served.model
             for concurrency in (1, args.concurrency):
                 endpoint = EndpointParams(base_url=base_url, model=model, api_key_env="OPENAI_API_KEY", timeout_s=60,
                                           max_retries=2, concurrency=concurrency)  # fmt: skip

@@ -11,7 +11,8 @@ configuration trains one epoch from the same initial weights:
       accelerate, no logging.
 
 for each precision (fp32, bf16 autocast) and torch thread count (1, 2). Tokens are all tokens the
-model reads (prompt and answer; padding excluded). Prints a table and writes
+model reads (prompt and answer; padding excluded); "epoch loss" is the loop's mean training loss over the
+epoch, which shows what bf16 autocast does to learning. Prints a table and writes
 bench/results/sft_throughput.json. Usage:
     python bench/sft_throughput.py [--examples 160] [--threads 1 2] [--precisions fp32 bf16]
 """
@@ -45,14 +46,14 @@ TASKS, DEMOS = ROOT / "data/backend/tasks/train.parquet", ROOT / "data/backend/d
 RESULTS = ROOT / "bench" / "results" / "sft_throughput.json"
 
 
-def plain_torch_loop(model, examples, p: ModelParams, pad_id: int) -> tuple[int, float]:
+def plain_torch_loop(model, examples, p: ModelParams, precision: str, pad_id: int) -> tuple[int, float]:
     """The baseline: what train_sft does per step, written directly against torch."""
     loader = DataLoader(
         examples, batch_size=p.batch_size, shuffle=True, generator=torch.Generator().manual_seed(p.seed),
         collate_fn=lambda batch: collate(batch, pad_id),
     )  # fmt: skip
     optimizer = torch.optim.AdamW(model.parameters(), lr=p.learning_rate, betas=(0.9, 0.95), weight_decay=0.0)
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if p.precision == "bf16" else nullcontext()
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
     model.train()
     tokens, started = 0, time.perf_counter()
     for step, batch in enumerate(loader):
@@ -105,10 +106,11 @@ def main(argv: list[str] | None = None) -> int:
                     fitted = train_sft(model, examples, [], run=run, pad_id=tokenizer.pad_token_id)
                 loop = "train_sft, grouped" if grouped else "train_sft, shuffled"
                 results.append({**row, "loop": loop, "tokens": fitted.summary["train_tokens"],
-                                "seconds": fitted.run["train_seconds"]})  # fmt: skip
+                                "seconds": fitted.run["train_seconds"],
+                                "loss": fitted.summary["train_loss_last_epoch"]})  # fmt: skip
             model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
-            tokens, seconds = plain_torch_loop(model, examples, p, tokenizer.pad_token_id)
-            results.append({**row, "loop": "plain torch", "tokens": tokens, "seconds": seconds})
+            tokens, seconds = plain_torch_loop(model, examples, p, precision, tokenizer.pad_token_id)
+            results.append({**row, "loop": "plain torch", "tokens": tokens, "seconds": seconds, "loss": None})
     for r in results:
         r["tokens_per_s"] = r["tokens"] / r["seconds"]
     for start in range(0, len(results), 3):  # grouped, shuffled, baseline
@@ -122,11 +124,12 @@ def main(argv: list[str] | None = None) -> int:
         title=f"SFT tokens/s: {len(examples)} demonstrations ({results[0]['tokens']} tokens), batch {base.batch_size}, "
         f"{parameters / 1e6:.2f}M parameters"
     )
-    for column in ("loop", "threads", "precision", "seconds", "tokens/s", "x plain torch"):
+    for column in ("loop", "threads", "precision", "seconds", "tokens/s", "x plain torch", "epoch loss"):
         table.add_column(column, justify="left" if column == "loop" else "right", no_wrap=True)
     for r in results:
         table.add_row(r["loop"], str(r["threads"]), r["precision"], f"{r['seconds']:.1f}",
-                      f"{r['tokens_per_s']:.0f}", f"{r['ratio_to_baseline']:.2f}")  # fmt: skip
+                      f"{r['tokens_per_s']:.0f}", f"{r['ratio_to_baseline']:.2f}",
+                      "" if r["loss"] is None else f"{r['loss']:.4f}")  # fmt: skip
     console.print(table)
 
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

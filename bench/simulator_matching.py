@@ -9,12 +9,12 @@ message against a generated task of its family, and each matcher is scored on:
 - exact: the asked fact and nothing else was matched;
 - wrong-fact rate: some other fact was matched (with or without the asked one);
 - false-match rate: a `__none__` question matched anything (it should get "I don't know");
-- expert templates: the messages `ScriptedExpert` actually sends (`sweetflow.agents.ONE_QUESTION`,
+- expert templates: the messages `ScriptedExpert` actually sends (`sweetflow.backend.agents.ONE_QUESTION`,
   `TWO_QUESTIONS`) match exactly the facts it asked about; this must stay at 100%;
 - time per match.
 
 Matchers:
-- `lexical`: `ScriptedHuman().matching_facts` as it is in `sweetflow/simulators.py`.
+- `lexical`: `ScriptedHuman().matching_facts` as it is in `sweetflow/backend/simulators.py`.
 - `lexical+...`: a local copy of that function with proposed general changes, one at a time and
   together (see `LEXICAL_VARIANTS`), so each change's effect is measured on its own.
 - `embedding`: cosine similarity between the question and each topic with all-MiniLM-L6-v2 from the
@@ -49,7 +49,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from sweetflow import simulators  # noqa: E402
+from sweetflow.backend import simulators  # noqa: E402
 from sweetflow.backend.agents import ONE_QUESTION, TWO_QUESTIONS  # noqa: E402
 from sweetflow.backend.simulators import ScriptedHuman, clauses_in, questions_in, stem_plural, stem_verb  # noqa: E402
 from sweetflow.backend.tasks.families import FAMILIES  # noqa: E402
@@ -169,7 +169,7 @@ EXTRA_STOPWORDS = frozenset("value amount number exactly usually normally get ge
 
 
 def stem_light(word: str) -> str:
-    """simulators._stem: cuts -ies/-es/-s, so "names" -> "nam" but "name" -> "name"."""
+    """The simulator's first stemmer (before `stem_plural`): cuts -ies/-es/-s, so "names" -> "nam" but "name" -> "name"."""
     for suffix in ("ies", "es", "s"):
         if word.endswith(suffix) and len(word) > len(suffix) + 2:
             return word[: -len(suffix)] + ("y" if suffix == "ies" else "")

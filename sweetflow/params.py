@@ -231,6 +231,14 @@ class TransformersAgentParams(Section):
     temperature: float = Field(ge=0, description="Sampling temperature (paper: 1.0); 0 is greedy.")
     top_p: float = Field(gt=0, le=1, description="Nucleus sampling mass.")
     max_new_tokens: int = Field(ge=1, description="Most tokens generated per turn.")
+    reuse_prefix: bool = Field(
+        description="Keep each episode's keys and values from turn to turn, so a turn reads only the new messages. "
+        "The same tokens, not the same float bits as reading the whole dialogue (docs/performance.md)."
+    )
+    dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        description="The weights' dtype for generation: auto, the checkpoint's own; bfloat16 is faster on a CPU with "
+        "AVX-512 BF16 or AMX, and changes the log-probs and so the sampled tokens (docs/performance.md)."
+    )
 
 
 class OpenAIAgentParams(Section):

@@ -17,9 +17,19 @@ the SFT and DPO masks, include it), so it is counted in `n_tokens` and `logprob_
 Context. A prompt that leaves no room in the model's context is not truncated: the episode gets an
 exception (recorded as its failure reason), as an OpenAI-compatible server answers such a request
 with an error. Generation stops at the context's end otherwise.
+
+Prefix reuse (`reuse_prefix`). A turn's prompt is the previous turn's prompt, the agent's message and
+the human's reply: with the knob on, an episode keeps the keys and values of every token it has read
+or written, and its next turn reads only the tokens after the longest prefix it shares with them
+(compared token by token, so a message that tokenizes differently when read back is simply read
+again). The tokens are the same as without it, but not always the bits: keys computed one token at
+a time and keys computed in one prompt pass round differently (docs/performance.md, "Generation:
+prefix reuse, bf16").
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from transformers import Cache, DynamicLayer
@@ -28,6 +38,25 @@ from sweetflow.dialogue import AgentTurn, ContextOverflow, EpisodeView
 from sweetflow.models.checkpoint import load_checkpoint
 from sweetflow.params import TransformersAgentParams
 from sweetflow.views import policy_chat
+
+
+@dataclass
+class Prefix:
+    """What an episode has read or written so far: the token ids, and each layer's keys and values
+    of exactly those tokens ([heads, tokens, head_dim])."""
+
+    ids: list[int]
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+
+    def shared(self, ids: list[int]) -> int:
+        """How many leading tokens of `ids` this prefix already holds."""
+        n = 0
+        for a, b in zip(self.ids, ids):
+            if a != b:
+                break
+            n += 1
+        return n
 
 
 def turn_seed(view: EpisodeView) -> int:
@@ -44,7 +73,7 @@ class TransformersAgent:
         threads = params.threads
         if device == "cpu" and threads:
             torch.set_num_threads(threads)
-        self.model, self.tokenizer = load_checkpoint(params.checkpoint, device)
+        self.model, self.tokenizer = load_checkpoint(params.checkpoint, device, params.dtype)
         config, generation = self.model.config, self.model.generation_config
         self.max_context = getattr(config, "max_position_embeddings", None) or self.tokenizer.model_max_length
         # Instruct models may end a turn with several tokens (Llama 3: <|eot_id|>, <|eom_id|>, ...).
@@ -53,11 +82,16 @@ class TransformersAgent:
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
             self.pad_id = self.stop_ids[0].item()  # never attended to: padding is masked out
+        # With reuse_prefix: each episode's prefix (by task and episode seed), from its last turn.
+        self.prefixes: dict[tuple[str, int], Prefix] = {}
 
     def act(self, views: list[EpisodeView]) -> list[AgentTurn | Exception]:
         turns = []
         for start in range(0, len(views), self.params.batch_size):
             turns += self._act_batch(views[start : start + self.params.batch_size])
+        # The rollout engine asks for every live episode's turn at once: an episode not asked for is over.
+        asked = {(v.task_id, v.seed) for v in views}
+        self.prefixes = {k: p for k, p in self.prefixes.items() if k in asked}
         return turns
 
     def _act_batch(self, views: list[EpisodeView]) -> list[AgentTurn | Exception]:
@@ -75,11 +109,16 @@ class TransformersAgent:
         if not fits:
             return results
         generators = [torch.Generator(self.model.device).manual_seed(turn_seed(views[i])) for i in fits]
+        prefixes = None
+        if self.params.reuse_prefix:
+            prefixes = [self.prefixes.get((views[i].task_id, views[i].seed)) for i in fits]
         generated = sample(
             self.model, [ids[i] for i in fits], generators, self.params.temperature, self.params.top_p,
-            self.params.max_new_tokens, self.max_context, self.stop_ids, self.pad_id,
+            self.params.max_new_tokens, self.max_context, self.stop_ids, self.pad_id, prefixes,
         )  # fmt: skip
-        for i, (tokens, logprobs) in zip(fits, generated):
+        for i, (tokens, logprobs, prefix) in zip(fits, generated):
+            if prefix is not None:
+                self.prefixes[(views[i].task_id, views[i].seed)] = prefix
             raw = self.tokenizer.decode(tokens, skip_special_tokens=True)
             results[i] = AgentTurn(
                 prompt=prompts[i],
@@ -103,38 +142,59 @@ def sample(
     max_context: int,
     stop_ids: torch.Tensor,
     pad_id: int,
-) -> list[tuple[list[int], list[float]]]:
-    """Generate a continuation of each prompt; return (token ids, their log-probs) per prompt.
+    prefixes: list[Prefix | None] | None = None,
+) -> list[tuple[list[int], list[float], Prefix | None]]:
+    """Generate a continuation of each prompt; return (token ids, their log-probs, prefix) per prompt.
 
     A row stops after a token of `stop_ids` (kept), after `max_new_tokens`, or at the end of the
-    context. Temperature 0 is greedy decoding.
+    context. Temperature 0 is greedy decoding. With `prefixes` (one per prompt, or None), a prompt is
+    read from the end of the tokens it shares with its prefix, and each row's returned prefix holds
+    its prompt and every generated token but the last (the one not yet read); without, it is None.
     """
     device = model.device
     # Equal prompts (the candidates of one state, the samples of a task at its first turn) are read
     # once: the prompt pass dominates the cost, and its cache is then copied to each of their rows.
     index: dict[tuple[int, ...], int] = {}
     which = torch.tensor([index.setdefault(tuple(p), len(index)) for p in prompts], device=device)
-    distinct = list(index)
-    width = max(len(p) for p in distinct)
+    distinct = [list(p) for p in index]
+    # How many leading tokens of each distinct prompt come from a prefix (at most all but the last:
+    # its logits give the first new token), and from which.
+    held, reused = [0] * len(distinct), [None] * len(distinct)
+    for row, d in enumerate(which.tolist()):
+        if prefixes is not None and prefixes[row] is not None and reused[d] is None:
+            n = min(prefixes[row].shared(distinct[d]), len(distinct[d]) - 1)
+            held[d], reused[d] = n, (prefixes[row] if n else None)
+    held_width = max(held)
+    width = max(len(p) - h for p, h in zip(distinct, held))  # the tokens read now, left-padded
     input_ids = torch.full((len(distinct), width), pad_id, dtype=torch.long, device=device)
-    attention = torch.zeros((len(distinct), width), dtype=torch.long, device=device)
-    for i, p in enumerate(distinct):
-        input_ids[i, width - len(p) :] = torch.tensor(p, device=device)
-        attention[i, width - len(p) :] = 1
+    # Columns: each row's held tokens right-aligned in the first held_width, then its new ones.
+    attention = torch.zeros((len(distinct), held_width + width), dtype=torch.long, device=device)
+    for i, (p, h) in enumerate(zip(distinct, held)):
+        input_ids[i, width - (len(p) - h) :] = torch.tensor(p[h:], device=device)
+        attention[i, held_width - h : held_width] = 1
+        attention[i, held_width + width - (len(p) - h) :] = 1
     # Positions count real tokens only, so a left-padded row sees the positions it would see alone.
-    positions = (attention.cumsum(-1) - 1).clamp(min=0)
+    positions = (attention.cumsum(-1) - 1).clamp(min=0)[:, held_width:]
     budget = torch.tensor([min(max_new_tokens, max_context - len(p)) for p in prompts], device=device)
     steps = int(budget.max())
 
     # Room for the prompt and every token to come, reserved once: a cache grown by concatenation
     # copies itself at every step, half of a decoding step's time at a context of 1,000 tokens.
-    cache = Cache(layer_class_to_replicate=lambda: ReservedLayer(width + steps))
+    capacity = held_width + width + steps
+    if held_width:
+        layers = [ReservedLayer(capacity) for _ in range(model.config.num_hidden_layers)]
+        for n, layer in enumerate(layers):
+            layer.preload(*(_held(distinct, held, reused, held_width, kind, n) for kind in ("keys", "values")))
+        cache = Cache(layers=layers)
+    else:
+        cache = Cache(layer_class_to_replicate=lambda: ReservedLayer(capacity))
     # logits_to_keep=1: only the last position's logits are needed, not the whole prompt's.
-    out = model(input_ids, attention_mask=attention, position_ids=positions, past_key_values=cache, logits_to_keep=1)
+    out = model(input_ids, attention_mask=attention, position_ids=positions, cache=cache, logits_to_keep=1)
     cache.batch_select_indices(which)
     logits, attention, positions = out.logits[which, -1], attention[which], positions[which]
     tokens: list[list[int]] = [[] for _ in prompts]
     logprobs: list[list[float]] = [[] for _ in prompts]
+    kept: list[Prefix | None] = [None] * len(prompts)
     # Every uniform a row may need, drawn up front from its own generator (one call per row, not one
     # per row and step): its `budget` draws depend on nothing but the row itself.
     uniforms = torch.zeros((len(prompts), steps), dtype=torch.float64, device=device)
@@ -149,6 +209,9 @@ def sample(
             tokens[i].append(token)
             logprobs[i].append(logp)
         going = ~torch.isin(choice, stop_ids) & (step + 1 < budget)
+        if prefixes is not None:  # a row that stops keeps what it has read
+            for k in (~going).nonzero().flatten().tolist():
+                kept[live[k]] = _row_prefix(cache, attention, k, prompts[live[k]] + tokens[live[k]][:-1])
         if not going.any():
             break
         if not going.all():  # drop finished rows: a step costs in proportion to the rows it decodes
@@ -158,9 +221,29 @@ def sample(
             live = [live[k] for k in keep.tolist()]
         attention = torch.cat([attention, torch.ones((len(live), 1), dtype=torch.long, device=device)], dim=1)
         positions = positions[:, -1:] + 1
-        out = model(choice[:, None], attention_mask=attention, position_ids=positions, past_key_values=cache)
+        out = model(choice[:, None], attention_mask=attention, position_ids=positions, cache=cache)
         logits = out.logits[:, -1]
-    return list(zip(tokens, logprobs))
+    return list(zip(tokens, logprobs, kept))
+
+
+def _held(distinct, held, reused, width: int, kind: str, layer: int) -> torch.Tensor:
+    """One layer's keys or values of the held tokens, [rows, heads, width, head_dim], right-aligned
+    (zeros where a row holds fewer: those columns are masked out, and zeros keep them finite)."""
+    some = next(r for r in reused if r is not None)
+    heads, _, dim = getattr(some, kind)[layer].shape
+    out = getattr(some, kind)[layer].new_zeros((len(distinct), heads, width, dim))
+    for i, (h, r) in enumerate(zip(held, reused)):
+        if h:
+            out[i, :, width - h :] = getattr(r, kind)[layer][:, :h]
+    return out
+
+
+def _row_prefix(cache: Cache, attention: torch.Tensor, row: int, ids: list[int]) -> Prefix:
+    """Row `row`'s keys and values of its real (unpadded) columns, as its prefix of `ids`."""
+    real = attention[row].bool()
+    keys = [layer.keys[row][:, real] for layer in cache.layers]
+    values = [layer.values[row][:, real] for layer in cache.layers]
+    return Prefix(ids, keys, values)
 
 
 def choose(logits: torch.Tensor, temperature: float, top_p: float, uniforms: torch.Tensor) -> torch.Tensor:
@@ -188,6 +271,11 @@ class ReservedLayer(DynamicLayer):
         super().__init__()
         self.capacity = capacity
         self.length = 0
+
+    def preload(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Start with `keys` and `values` ([rows, heads, tokens, head_dim]) already cached."""
+        self.length = 0
+        self.update(keys, values)
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if not self.is_initialized:

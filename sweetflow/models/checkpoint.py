@@ -161,8 +161,9 @@ def write_template(dest: Path, template: str) -> None:
             config.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def load_checkpoint(path: Path | str, device: str | torch.device = "cpu"):
-    """(model, tokenizer) from a local checkpoint directory, in the checkpoint's own dtype, in eval mode.
+def load_checkpoint(path: Path | str, device: str | torch.device = "cpu", dtype: str = "auto"):
+    """(model, tokenizer) from a local checkpoint directory, in eval mode, in `dtype` (auto: the
+    checkpoint's own).
     A chat template whose agent turns cannot be told apart is a TemplateError here, before any use."""
     path = Path(path)
     if not (path / "config.json").is_file():
@@ -170,7 +171,7 @@ def load_checkpoint(path: Path | str, device: str | torch.device = "cpu"):
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     check_template(tokenizer, str(path))
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype="auto").to(device)
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype).to(device)
     except SafetensorError as e:  # a truncated or corrupt weights file: name it, in one line
         weights = path / "model.safetensors"  # else the shards of a large model
         raise InputError(f"{weights if weights.exists() else path}: safetensors weights unreadable ({e})") from None

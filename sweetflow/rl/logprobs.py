@@ -122,7 +122,7 @@ def _shared_prefix_logps(
     first = _label_logprob(first_logits.float(), suffix_ids[:, 0])
     rest = forward_logprobs(
         model, suffix_ids, torch.cat([torch.zeros_like(scored[:, :1]), scored[:, 1:]], dim=1),
-        attention_mask=attention, position_ids=positions, past_key_values=cache,
+        attention_mask=attention, position_ids=positions, cache=cache,
     )  # fmt: skip
     token_logps = torch.cat([torch.where(scored[:, 0], first, 0.0)[:, None], rest[:, 1:]], dim=1)
     return segment_logp_sums(token_logps, segment_ids, num_segments)

@@ -40,7 +40,7 @@ def test_checkpoint_loads_and_generates_offline(checkpoint, tmp_path):
         "from sweetflow.dialogue import EpisodeView\n"
         "from sweetflow.agents.transformers import TransformersAgent\n"
         "from sweetflow.params import TransformersAgentParams\n"
-        "agent = TransformersAgent(TransformersAgentParams(backend='transformers', checkpoint=sys.argv[1], batch_size=4, threads=1, temperature=1.0, top_p=1.0, max_new_tokens=5))\n"
+        "agent = TransformersAgent(TransformersAgentParams(backend='transformers', checkpoint=sys.argv[1], batch_size=4, threads=1, temperature=1.0, top_p=1.0, max_new_tokens=5, reuse_prefix=False, dtype='auto'))\n"
         "[turn] = agent.act([EpisodeView('t', 'Write a function.', [], seed=0, max_turns=10)])\n"
         "print(turn.n_tokens >= 1)\n"
     )

@@ -1,9 +1,11 @@
 """The `transformers` agent backend: well-formed turns whose log-probs are the model's, batching that
-changes nothing, context overflow, and the same checkpoint served by `transformers serve`."""
+changes nothing, prefix reuse that changes no token, context overflow, no deprecated transformers
+API, and the same checkpoint served by `transformers serve`."""
 
 from __future__ import annotations
 
 import math
+import random
 
 import polars as pl
 import pytest
@@ -12,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sweetflow.agents.openai import OpenAIAgent
-from sweetflow.agents.transformers import TransformersAgent, choose, sample, turn_seed
+from sweetflow.agents.transformers import Prefix, TransformersAgent, choose, sample, turn_seed
 from sweetflow.backend.domain import sandbox_runtime
 from sweetflow.backend.simulators import ScriptedHuman
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, ContextOverflow, EpisodeView, Message
@@ -57,7 +59,8 @@ def test_sampled_tokens_and_log_probs_match_a_forward_pass(checkpoint, views):
     generators = [torch.Generator().manual_seed(i) for i in range(len(views))]
     rows = sample(policy.model, prompts, generators, 1.0, 0.9, 20, 4096, policy.stop_ids, policy.pad_id)
     stop_ids = policy.stop_ids.tolist()
-    for prompt, (tokens, logprobs) in zip(prompts, rows):
+    for prompt, (tokens, logprobs, prefix) in zip(prompts, rows):
+        assert prefix is None  # nothing kept unless asked
         assert torch.allclose(forward_logprobs(policy.model, prompt, tokens), torch.tensor(logprobs), atol=1e-4)
         assert [i for i, t in enumerate(tokens) if t in stop_ids] in ([], [len(tokens) - 1])  # nothing after a stop
 
@@ -69,7 +72,7 @@ def test_agent_turns_are_well_formed_and_carry_the_sampled_log_probs(checkpoint,
     generators = [torch.Generator().manual_seed(turn_seed(v)) for v in views]
     prompts = [prompt_ids(policy, v) for v in views]
     rows = sample(policy.model, prompts, generators, 1.0, 1.0, 24, 4096, policy.stop_ids, policy.pad_id)
-    for view, turn, (tokens, logprobs) in zip(views, turns, rows):
+    for view, turn, (tokens, logprobs, _) in zip(views, turns, rows):
         assert isinstance(turn, AgentTurn)
         assert turn.prompt == policy.tokenizer.apply_chat_template(
             policy_chat(view), tokenize=False, add_generation_prompt=True
@@ -112,6 +115,88 @@ def test_batching_and_left_padding_change_nothing(checkpoint, views, temperature
     alone = agent(checkpoint, temperature=temperature, max_new_tokens=32, batch_size=1).act(views)
     assert [t.message for t in together] == [t.message for t in alone]
     assert [t.logprob_sum for t in together] == pytest.approx([t.logprob_sum for t in alone], abs=1e-4)
+
+
+@settings(max_examples=12, derandomize=True)
+@given(
+    seed=st.integers(0, 2**16),
+    rows=st.integers(1, 5),
+    temperature=st.sampled_from([0.0, 1.0]),
+    diverge=st.sampled_from([None, 0.5, 1.0]),
+)
+def test_a_reused_prefix_generates_the_same_tokens(tiny_checkpoint, seed, rows, temperature, diverge):
+    """A second turn read on top of the first turn's kept keys and values draws the same tokens, with
+    the same log-probs up to float rounding, as reading its whole prompt again: for prompts of
+    different lengths, equal prompts, a prefix that the new prompt leaves part way (`diverge`: the
+    share of it kept), and rows with no prefix at all."""
+    policy = agent(tiny_checkpoint)
+    rng = random.Random(seed)
+    vocab = policy.model.config.vocab_size
+    first = [[rng.randrange(8, vocab) for _ in range(rng.randint(1, 40))] for _ in range(rows)]
+    first[-1] = list(first[0])  # two rows with one prompt, read once
+
+    def draw(prompts, prefixes=None, turn=0):
+        generators = [torch.Generator().manual_seed(seed * 10 + 2 * i + turn) for i in range(len(prompts))]
+        return sample(policy.model, prompts, generators, temperature, 1.0, 12, 4096, policy.stop_ids,
+                      policy.pad_id, prefixes)  # fmt: skip
+
+    turn_one = draw(first, [None] * rows)
+    kept = [prefix for _, _, prefix in turn_one]
+    # A prefix holds the prompt and every token it drew but the last, which was never read.
+    for prompt, (tokens, _, p) in zip(first, turn_one):
+        assert isinstance(p, Prefix) and p.ids == prompt + tokens[:-1] and p.keys[0].shape[1] == len(p.ids)
+    second = []
+    for prompt, (tokens, _, _) in zip(first, turn_one):
+        grown = prompt + tokens + [rng.randrange(8, vocab) for _ in range(rng.randint(1, 20))]
+        if diverge is not None and diverge < 1:  # rewrite the tail of what was kept
+            cut = int(len(prompt) * diverge)
+            grown = grown[:cut] + [(t + 1) % vocab for t in grown[cut : len(prompt)]] + grown[len(prompt) :]
+        second.append(grown)
+    prefixes = [None if diverge is None and i % 2 else p for i, p in enumerate(kept)]
+    reused, fresh = draw(second, prefixes, turn=1), draw(second, turn=1)
+    assert [tokens for tokens, _, _ in reused] == [tokens for tokens, _, _ in fresh]
+    for (_, a, _), (_, b, _) in zip(reused, fresh):
+        assert a == pytest.approx(b, abs=1e-4)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_episodes_with_prefix_reuse_say_the_same_as_without(checkpoint, corpus, sandbox, tmp_path, temperature):
+    """Whole episodes through the rollout engine: the same messages, turns and rewards with each
+    episode's keys and values kept from turn to turn; the agent forgets an episode it is no longer
+    asked about."""
+    tasks, episodes = corpus.test[:3], episode_params(max_turns=4)
+
+    def roll(policy, name):
+        return run_episodes(tasks, 2, policy, sandbox_runtime(ScriptedHuman(), sandbox), episodes, 0,
+                            Checkpoint(tmp_path / name))  # fmt: skip
+
+    knobs = {"max_new_tokens": 48, "temperature": temperature}
+    reusing = agent(checkpoint, reuse_prefix=True, **knobs)
+    with_reuse, without = roll(reusing, "reuse.jsonl"), roll(agent(checkpoint, **knobs), "fresh.jsonl")
+    assert sum(r["n_turns"] for r in without) > len(without)  # some episode had a second turn to reuse for
+    for a, b in zip(with_reuse, without):
+        assert [t["content"] for t in a["dialogue"]] == [t["content"] for t in b["dialogue"]]
+        assert (a["n_turns"], a["reward"], a["ended_by"]) == (b["n_turns"], b["reward"], b["ended_by"])
+        agent_turns = [(t, u) for t, u in zip(a["dialogue"], b["dialogue"]) if t["role"] == AGENT]
+        assert [t["n_tokens"] for t, _ in agent_turns] == [u["n_tokens"] for _, u in agent_turns]
+        assert [t["logprob_sum"] for t, _ in agent_turns] == pytest.approx([u["logprob_sum"] for _, u in agent_turns])
+    # It holds only the episodes of its last round (an episode it is not asked for again is over).
+    last = max(r["n_turns"] for r in with_reuse)
+    assert set(reusing.prefixes) == {(r["task_id"], r["seed"]) for r in with_reuse if r["n_turns"] == last}
+
+
+@pytest.mark.filterwarnings("error::FutureWarning", "error::DeprecationWarning")
+@pytest.mark.parametrize("reuse_prefix", [False, True])
+def test_generation_uses_no_deprecated_transformers_api(tiny_checkpoint, views, reuse_prefix):
+    """transformers warns (FutureWarning) before it removes an API; here any such warning fails."""
+    policy = agent(tiny_checkpoint, max_new_tokens=8, reuse_prefix=reuse_prefix)
+    first = policy.act(views)
+    grown = [
+        EpisodeView(v.task_id, v.problem_description, [*v.messages, Message(AGENT, t.message), Message(HUMAN, "yes")],
+                    v.seed)  # fmt: skip
+        for v, t in zip(views, first)
+    ]
+    assert all(isinstance(t, AgentTurn) for t in policy.act(grown))
 
 
 def test_a_prompt_longer_than_the_context_fails_only_its_episode(checkpoint, views):

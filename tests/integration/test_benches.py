@@ -1,0 +1,70 @@
+"""Every script under bench/ runs at its smallest size, so that none rots between the times someone
+measures with it. Each runs as a user runs it (its own process, `python bench/NAME.py ...`), from a
+copy of bench/ in a throw-away root that holds what the scripts read beside them: a params.yaml with
+a small model, the backend's task and demonstration tables, a base checkpoint, and links to the
+ColBench sample and the vendored Tailwind. Nothing is written into the repository."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.corpus import write_inputs
+from tests.support.llm_server import build_tiny_checkpoint
+from tests.support.project import ROOT, SAMPLE, tool_env
+
+SMALL = {"vocab_size": 384, "hidden_size": 32, "layers": 1, "heads": 2, "max_length": 1536}
+
+# Each script's smallest size, and the results file it writes (under the root's bench/results).
+SMOKE = {
+    "allocator": (["--rounds", "1", "--steps", "1", "--rows", "2", "--tokens", "2"], "allocator.json"),
+    "dpo_throughput": (["--pairs", "4", "--repeats", "1", "--modes", "ours", "trl"], "dpo_throughput.json"),
+    "episodes_throughput": (["--tasks", "1", "--turns", "1", "--tokens", "2", "--concurrency", "2"],
+                            "episodes_throughput.json"),
+    "generation_throughput": (["--tasks", "2", "--samples", "1", "--batch-sizes", "32", "--threads", "1"],
+                              "generation_throughput.json"),
+    "kv_cache": (["--rows", "2", "--contexts", "16", "--steps", "2", "--vocab", "64"], "kv_cache.json"),
+    "offline_import": (["--lines", "4"], "offline_import.json"),
+    "agent_episodes": (["--tasks", "1", "--samples", "1", "--turns", "2", "--tokens", "2", "--rounds", "1",
+                      "--batch-size", "2"], "agent_episodes-reuse_prefix.json"),
+    "render_throughput": (["--repeat", "1", "--fresh-pages", "1", "--rows", "{rows:frontend}"],
+                          "render_throughput.json"),
+    "score_throughput": (["--repeat", "1", "--workers", "1", "--rows", "{rows:backend}"], "score_throughput.json"),
+    "sft_throughput": (["--examples", "4", "--threads", "1", "--precisions", "fp32"], "sft_throughput.json"),
+    "simulator_matching": (["--no-embedding"], "simulator_matching.json"),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bench_root(corpus, tmp_path_factory) -> Path:
+    root = write_inputs(tmp_path_factory.mktemp("bench"), corpus, SMALL)
+    shutil.copytree(ROOT / "bench", root / "bench", ignore=shutil.ignore_patterns("results", "__pycache__"))
+    for name in ("tests", "vendor"):
+        (root / name).symlink_to(ROOT / name)
+    build_tiny_checkpoint(root / "models/backend/base")
+    for domain, sample in (("backend", "backend_test_first100.jsonl"), ("frontend", "frontend_test_first30.jsonl")):
+        lines = (SAMPLE / sample).read_text().splitlines()
+        (root / f"rows-{domain}.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    return root
+
+
+def test_every_bench_script_has_a_smoke_size():
+    assert sorted(SMOKE) == sorted(p.stem for p in (ROOT / "bench").glob("*.py"))
+
+
+@pytest.mark.parametrize("name", sorted(SMOKE))
+def test_bench_script_runs_at_its_smallest_size(bench_root, name):
+    args, result = SMOKE[name]
+    args = [str(bench_root / f"rows-{a[6:-1]}.jsonl") if a.startswith("{rows:") else a for a in args]
+    env = {**tool_env(), "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, f"bench/{name}.py", *args], cwd=bench_root, env=env, capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, f"bench/{name}.py failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert "DISAGREE" not in done.stdout, done.stdout[-3000:]
+    written = bench_root / "bench" / "results" / result
+    assert json.loads(written.read_text())  # a non-empty report
