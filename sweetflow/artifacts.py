@@ -33,7 +33,7 @@ from typing import Iterator
 import psutil
 from pydantic import BaseModel
 
-from sweetflow import paths
+from sweetflow import paths, reproducibility
 
 MANIFEST = "manifest.json"
 # Files in an output directory that are bookkeeping, not data: our manifest (it holds wall times)
@@ -87,8 +87,9 @@ def code_version() -> dict:
 
 
 def machine() -> dict:
-    """The facts of this machine that decide float results: the CPU, its vector instructions and the
-    threads. Runs of the same inputs agree bit for bit only on the same CPU type and thread count."""
+    """The facts of this machine that decide float results: the CPU, its vector instructions, the
+    threads and the kernels torch and MKL chose (`kernels`). Runs of the same inputs agree bit for bit
+    with the same thread counts and either the same CPU type or `kernels.mode` portable on both."""
     cpu, flags = platform.processor() or platform.machine(), set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -106,6 +107,7 @@ def machine() -> dict:
         "vector_instructions": vector,
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads() if torch else None,
+        "kernels": reproducibility.active(),
         "host": platform.node(),
         "system": platform.platform(),
     }

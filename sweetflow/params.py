@@ -727,6 +727,12 @@ class Params(Section):
         description="Each trained policy is trained, and each checkpoint evaluated, once per seed; reports give the mean and spread.",
     )  # fmt: skip
     evaluate: EvaluateParams = Field(description=EvaluateParams.__doc__)
+    reproducibility: Literal["native", "portable"] = Field(
+        description="Which CPUs give the same bytes. native: torch and MKL run the fastest kernels of this CPU, and "
+        "only the same CPU type (and thread counts) reproduces a run bit for bit. portable: torch's AVX2 kernels and "
+        "MKL's COMPATIBLE branch on every CPU, so any x86-64 CPU with AVX2, Intel or AMD, gives the same outputs as "
+        "another, at the cost measured in docs/performance.md (Portable mode). Changing it changes every float result."
+    )
 
     @model_validator(mode="after")
     def _names_exist(self) -> "Params":
