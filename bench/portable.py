@@ -130,7 +130,7 @@ def main() -> None:
         median = {setting: statistics.median(t) for setting, t in times.items()}
         ratio[kind] = median["portable"] / median["native"]
         rows.append({
-            "work": f"{args.steps} training steps" if kind == "train" else f"{args.rows} rows x 64 tokens, 300-token prompts",
+            "work": f"{args.steps} training steps" if kind == "train" else f"{args.rows} rows x 64 tokens after 300",
             "threads": args.threads,
             **{f"{setting} s": median[setting] for setting in SETTINGS},
             "portable / native": ratio[kind], "times": times, "rounds": args.rounds,

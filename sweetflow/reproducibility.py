@@ -46,12 +46,12 @@ def pin(mode: Mode) -> None:
     capability = torch.backends.cpu.get_cpu_capability()
     if capability != "AVX2":
         raise InputError(
-            f"params.yaml: reproducibility: portable, but torch runs its {capability} kernels, not AVX2 (the CPU lacks AVX2, or a "
-            "kernel ran before the stage pinned them); set reproducibility: native to run here anyway"
+            f"params.yaml: reproducibility: portable, but torch runs its {capability} kernels, not AVX2 (the CPU "
+            "lacks AVX2, or a kernel ran before the stage pinned them); set reproducibility: native to run here anyway"
         )
     branch = mkl_branch()
     if branch is not None and branch != MKL_CBWR_COMPATIBLE:
-        raise InputError(f"params.yaml: reproducibility: portable, but MKL runs code branch {branch}, not COMPATIBLE (3)")
+        raise InputError(f"params.yaml: reproducibility: portable, but MKL runs branch {branch}, not COMPATIBLE (3)")
 
 
 def mkl_branch() -> int | None:
