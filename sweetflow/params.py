@@ -760,6 +760,23 @@ class Params(Section):
                 raise ValueError("rollout.source 'import' needs training tasks: backend.tasks.colbench_train is null")
         return self
 
+    @model_validator(mode="after")
+    def _portable_needs_fixed_threads(self) -> "Params":
+        """Threads split float sums: 0 (torch's default, one per core) differs between machines."""
+        if self.reproducibility != "portable":
+            return self
+        threads = {"training.threads": self.training.threads}
+        models = {f"agents.{name}": agent for name, agent in self.agents.items()}
+        models.update({"candidates.policy": self.candidates.policy, "evaluate.policy": self.evaluate.policy})
+        for where, agent in models.items():
+            if isinstance(agent, TransformersAgentParams):
+                threads[f"{where}.threads"] = agent.threads
+            elif isinstance(agent, ServedAgentParams):
+                threads[f"{where}.server.threads"] = agent.server.threads
+        if unset := [key for key, count in threads.items() if count == 0]:
+            raise ValueError(f"reproducibility portable needs fixed thread counts: {', '.join(unset)} 0 (one per core)")
+        return self
+
     def domain(self, name: str) -> BackendParams | FrontendParams:
         """The params of one domain (`backend` or `frontend`)."""
         return getattr(self, name)

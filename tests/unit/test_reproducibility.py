@@ -55,3 +55,23 @@ def test_the_mode_is_a_checked_param(tmp_path):
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(merge(params, {"reproducibility": "fast"})))
     with pytest.raises(ParamsError, match=r"reproducibility: Input should be 'native' or 'portable'"):
         load_params(tmp_path / "params.yaml")
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"training": {"threads": 0}}, "training.threads"),
+        ({"agents": {"base": {"threads": 0}}}, "agents.base.threads"),
+        ({"agents": {"served_base": {"server": {"threads": 0}}}}, "agents.served_base.server.threads"),
+        ({"evaluate": {"policy": {"threads": 0}}}, "evaluate.policy.threads"),
+    ],
+)
+def test_portable_refuses_threads_left_to_the_core_count(tmp_path, change, key):
+    import yaml
+
+    params = merge(yaml.safe_load((ROOT / "params.yaml").read_text()), change)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({**params, "reproducibility": "native"}))
+    load_params(tmp_path / "params.yaml")  # native: torch's default is allowed
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({**params, "reproducibility": "portable"}))
+    with pytest.raises(ParamsError, match=rf"portable needs fixed thread counts: {key} 0"):
+        load_params(tmp_path / "params.yaml")
