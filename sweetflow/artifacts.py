@@ -191,7 +191,9 @@ def stage_output(
             "output": out.as_posix(),
             "output_hash": content_hash(tmp),
             "metrics": metrics_files,
-            "params": {section: _plain(value) for section, value in params.items()},
+            # Every stage's floats depend on which kernels ran: params `reproducibility`, as it ran.
+            "params": {**{section: _plain(value) for section, value in params.items()},
+                       "reproducibility": reproducibility.active()["mode"]},  # fmt: skip
             "inputs": input_hashes,
             "seed": seed,
             **({"served": result.served} if result.served else {}),
