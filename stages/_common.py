@@ -13,7 +13,7 @@ import ctypes.util
 import sys
 from dataclasses import dataclass
 
-from sweetflow import paths
+from sweetflow import paths, reproducibility
 from sweetflow.errors import InputError
 from sweetflow.params import DOMAINS, AgentParams, Params, load_params
 
@@ -45,6 +45,7 @@ def begin(kind: str, doc: str | None, item: str | None = None, domain: bool = Tr
     args = parser.parse_args()
     keep_freed_memory()
     params = load_params()
+    reproducibility.pin(params.reproducibility)  # before any kernel runs: the stage's modules only imported torch
     name = getattr(args, "item", None)
     if item and name not in getattr(params, item):
         raise InputError(f"params.yaml: {item}: no entry named {name!r}; defined: {sorted(getattr(params, item))}")

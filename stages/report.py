@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sweetflow import paths
+from sweetflow import paths, reproducibility
 from sweetflow.artifacts import stage_output, write_json
 from sweetflow.errors import run_stage
 from sweetflow.params import DOMAINS, load_params
@@ -33,6 +33,7 @@ DATA = Path("data")
 
 def main() -> None:
     params = load_params()
+    reproducibility.pin(params.reproducibility)  # as every stage: its manifest records the mode it ran in
     results = [
         read_domain(REPORTS, Path(paths.evaluations(d)), d, d in params.train_domains, Path(paths.task_table(d, "test")))
         for d in DOMAINS

@@ -37,7 +37,7 @@ from typing import Iterator
 import psutil
 from pydantic import BaseModel
 
-from sweetflow import paths
+from sweetflow import paths, reproducibility
 from sweetflow.errors import disk_full, disk_full_error
 
 MANIFEST = "manifest.json"
@@ -92,8 +92,9 @@ def code_version() -> dict:
 
 
 def machine() -> dict:
-    """The facts of this machine that decide float results: the CPU, its vector instructions and the
-    threads. Runs of the same inputs agree bit for bit only on the same CPU type and thread count."""
+    """The facts of this machine that decide float results: the CPU, its vector instructions, the
+    threads and the kernels torch and MKL chose (`kernels`). Runs of the same inputs agree bit for bit
+    with the same thread counts and either the same CPU type or `kernels.mode` portable on both."""
     cpu, flags = platform.processor() or platform.machine(), set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -111,6 +112,7 @@ def machine() -> dict:
         "vector_instructions": vector,
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads() if torch else None,
+        "kernels": reproducibility.active(),
         "host": platform.node(),
         "system": platform.platform(),
     }
@@ -216,7 +218,9 @@ def stage_output(
             "output": out.as_posix(),
             "output_hash": content_hash(tmp),
             "metrics": metrics_files,
-            "params": {section: _plain(value) for section, value in params.items()},
+            # Every stage's floats depend on which kernels ran: params `reproducibility`, as it ran.
+            "params": {**{section: _plain(value) for section, value in params.items()},
+                       "reproducibility": reproducibility.active()["mode"]},  # fmt: skip
             "inputs": input_hashes,
             "seed": seed,
             **({"served": result.served} if result.served else {}),

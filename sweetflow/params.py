@@ -790,6 +790,12 @@ class Params(Section):
     )  # fmt: skip
     evaluate: EvaluateParams = Field(description=EvaluateParams.__doc__)
     chat_template: ChatTemplateParams = Field(description=ChatTemplateParams.__doc__)
+    reproducibility: Literal["native", "portable"] = Field(
+        description="Which CPUs give the same bytes. native: torch and MKL run the fastest kernels of this CPU, and "
+        "only the same CPU type (and thread counts) reproduces a run bit for bit. portable: torch's AVX2 kernels and "
+        "MKL's COMPATIBLE branch on every CPU, so any x86-64 CPU with AVX2, Intel or AMD, gives the same outputs as "
+        "another, at the cost measured in docs/performance.md (Portable mode). Changing it changes every float result."
+    )
 
     @model_validator(mode="after")
     def _names_exist(self) -> "Params":
@@ -822,6 +828,23 @@ class Params(Section):
             tasks = self.backend.tasks
             if tasks.source == "colbench" and tasks.colbench_train is None:
                 raise ValueError("rollout.source 'import' needs training tasks: backend.tasks.colbench_train is null")
+        return self
+
+    @model_validator(mode="after")
+    def _portable_needs_fixed_threads(self) -> "Params":
+        """Threads split float sums: 0 (torch's default, one per core) differs between machines."""
+        if self.reproducibility != "portable":
+            return self
+        threads = {"training.threads": self.training.threads}
+        models = {f"agents.{name}": agent for name, agent in self.agents.items()}
+        models.update({"candidates.policy": self.candidates.policy, "evaluate.policy": self.evaluate.policy})
+        for where, agent in models.items():
+            if isinstance(agent, TransformersAgentParams):
+                threads[f"{where}.threads"] = agent.threads
+            elif isinstance(agent, ServedAgentParams):
+                threads[f"{where}.server.threads"] = agent.server.threads
+        if unset := [key for key, count in threads.items() if count == 0]:
+            raise ValueError(f"reproducibility portable needs fixed thread counts: {', '.join(unset)} 0 (one per core)")
         return self
 
     def domain(self, name: str) -> BackendParams | FrontendParams:
