@@ -588,6 +588,14 @@ class SimilarityParams(Section):
         description="Metric 'clip': directory of a local CLIP checkpoint (model and image processor); nothing is downloaded."
     )
     batch_size: int = Field(ge=1, description="Metric 'clip': images embedded per forward pass.")
+    win_metric: Literal["design", "similarity"] = Field(
+        description="What decides a win against the description's page (`win_rate`): 'design', the design metric "
+        "(`sweetflow.frontend.design`: the screenshot's pixels, its text and the place of its content, which a "
+        "blank or one-colour page lacks; the default, chosen on properties alone: the target scores 1, and a blank, "
+        "a one-colour page and another task's target score below the description's page on at least 95% of "
+        "generated tasks, see docs/benchmark.md); 'similarity', the `metric` above, as before (a constant gray page "
+        "beat the description's page on 62% of tasks with 'pixels'). Both win rates are reported either way."
+    )
 
     @model_validator(mode="after")
     def _clip_needs_checkpoint(self) -> "SimilarityParams":
