@@ -19,14 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from pathlib import Path
+
+import numpy as np
 
 from rich.console import Console
 from rich.table import Table
 
 from sweetflow.frontend.checks import reference_page
-from sweetflow.frontend.design import design_scores
+from sweetflow.frontend.design import design_from
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.similarity import Similarity, load_image, win
 from sweetflow.frontend.tasks import generate_frontend_tasks
@@ -39,7 +40,9 @@ ADVERSARIES = ("blank", "constant gray", "target's own colour", "another task's 
 
 def one_colour(png: bytes) -> str:
     """A page all in the screenshot's most common colour."""
-    (r, g, b), _ = Counter(load_image(png).getdata()).most_common(1)[0]
+    rgb = np.asarray(load_image(png), dtype=np.int64)
+    common = int(np.bincount((rgb[..., 0] << 16 | rgb[..., 1] << 8 | rgb[..., 2]).ravel()).argmax())
+    r, g, b = common >> 16, common >> 8 & 255, common & 255
     return f"<html><body style='background:rgb({r},{g},{b})'></body></html>"
 
 
@@ -66,13 +69,10 @@ def check(n_tasks: int, seed: int, params_file: Path) -> dict:
         "another task's target": (other_shots, others),
     }
     pixels = Similarity(p.similarity.model_copy(update={"metric": "pixels"}))
-    metrics = {
-        "pixels": lambda shots, _: pixels(shots, target_shots),
-        "design": lambda shots, htmls: design_scores(shots, target_shots, htmls, targets),
-    }
+    by_pixels = {page: pixels(page_shots, target_shots) for page, (page_shots, _) in pages.items()}
+    by_design = {page: list(map(design_from, by_pixels[page], htmls, targets)) for page, (_, htmls) in pages.items()}
     out = {"tasks": n_tasks, "seed": seed, "metrics": {}}
-    for name, metric in metrics.items():
-        scores = {page: metric(*pair) for page, pair in pages.items()}
+    for name, scores in (("pixels", by_pixels), ("design", by_design)):
         reference = scores["description's page"]
         out["metrics"][name] = {
             "least_target_score": min(scores["target"]),

@@ -1,39 +1,24 @@
-"""The `design` metric: its terms on drawn images and texts, its properties on real rendered tasks,
+"""The `design` metric: its terms on drawn texts and section lists, its properties on real rendered tasks,
 and how evaluations record and summarize it beside the similarity."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from PIL import Image, ImageDraw
 
-from sweetflow.frontend.design import content_similarity, page_words, text_similarity
+from sweetflow.frontend.design import design_from, layout_similarity, page_sections, page_words, text_similarity
 from sweetflow.frontend.design_check import ADVERSARIES, check
 from sweetflow.frontend.domain import DOMAIN
+from sweetflow.frontend.tasks import generate_frontend_tasks
 from sweetflow.tables import TRAJECTORY_SCHEMA, to_frame
 from tests.support.project import ROOT
 
 words = st.lists(st.sampled_from(["home", "about", "bakery", "fresh", "bread", "contact", "2024"]), max_size=12)
-colours = st.tuples(*[st.integers(0, 255)] * 3)
-
-
-def page(background, boxes) -> Image.Image:
-    """A 320 x 200 picture with boxes of text-like stripes (black, or white on a dark background)."""
-    image = Image.new("RGB", (320, 200), background)
-    draw = ImageDraw.Draw(image)
-    ink = (0, 0, 0) if sum(background) > 384 else (255, 255, 255)
-    for x, y in boxes:
-        for line in range(0, 24, 4):
-            draw.rectangle((x, y + line, x + 60, y + line + 1), fill=ink)
-    return image
-
-
-boxes = st.lists(st.tuples(st.integers(0, 250), st.integers(0, 170)), min_size=1, max_size=5)
+kinds = st.lists(st.sampled_from(["header", "nav", "hero", "columns", "cards", "text", "cta", "footer"]), max_size=8)
 
 
 @settings(max_examples=40, deadline=None)
@@ -47,15 +32,25 @@ def test_text_similarity_is_a_symmetric_f1(a, b):
         assert text_similarity(ca, cb) == 0.0  # a page without words shares none
 
 
-@settings(max_examples=25, deadline=None)
-@given(background=colours, other=colours, placed=boxes)
-def test_a_page_without_content_shares_none(background, other, placed):
-    target = page(background, placed)
-    assert content_similarity(target, target) == 1.0
-    assert content_similarity(page(other, []), target) == 0.0  # blank or one colour, whatever the colour
-    assert content_similarity(page(other, []).crop((0, 0, 317, 123)), target) == 0.0  # and whatever its size
-    moved = page(background, [(x + 4, y + 4) for x, y in placed])  # the same content a few pixels off
-    assert content_similarity(moved, target) == content_similarity(target, moved) > 0.3
+@settings(max_examples=40, deadline=None)
+@given(a=kinds, b=kinds)
+def test_layout_similarity_matches_sections_in_order(a, b):
+    ta, tb = tuple(a), tuple(b)
+    assert layout_similarity(ta, ta) == 1.0
+    assert 0.0 <= layout_similarity(ta, tb) <= 1.0
+    if a and not b:
+        assert layout_similarity(ta, tb) == 0.0  # a page without sections matches none
+    if len(set(a)) == len(a) >= 2:
+        assert layout_similarity(ta[::-1], ta) < 1.0  # the same sections in another order
+
+
+def test_a_page_reads_as_its_sections_and_words():
+    _, (task,) = generate_frontend_tasks(0, 1, seed=5)
+    page = task["ground_truth"]
+    assert page_sections(page)[0] in ("header", "nav") and len(page_sections(page)) >= 3
+    assert design_from(1.0, page, page) == 1.0  # the target itself
+    for nothing in (None, "<html><body></body></html>", "<html><body style='background:gray'></body></html>"):
+        assert design_from(1.0, nothing, page) == pytest.approx(1 / 3)  # at best, its pixels' share
 
 
 def test_page_words_are_the_shown_text():
@@ -96,4 +91,4 @@ def test_summary_gives_both_metrics_and_the_chosen_win_rate():
     assert summary["win_rate"] == 0.5  # the `win` column, as the episodes were scored
     imported = DOMAIN.summarize(frame.drop("design", "win"), tasks)  # a file's rewards, no design
     assert imported == {"similarity": pytest.approx(0.45), "win_rate": 0.5}
-    assert np.isclose(DOMAIN.summarize(frame.head(1), tasks)["design_win_rate"], 0.0)
+    assert DOMAIN.summarize(frame.head(1), tasks)["design_win_rate"] == 0.0
