@@ -1,4 +1,4 @@
-"""Benchmark: frontend rendering throughput of the RenderPool against an earlier RenderPool and a fresh browser per page.
+"""Benchmark: frontend rendering throughput of the RenderPool against an earlier one and a fresh browser per page.
 
 Pages are the real ColBench frontend targets (30 rows), repeated. In the same run:
 
@@ -59,7 +59,7 @@ def earlier_render(rev: str) -> ModuleType:
     return module
 
 
-def pooled(htmls: list[str], pages: int, pool_class=RenderPool, label: str = "pool") -> tuple[float, list[bytes | None]]:
+def pooled(htmls: list[str], pages: int, pool_class=RenderPool, label: str = "pool") -> tuple[float, list]:
     start = time.perf_counter()
     with pool_class(RENDER.model_copy(update={"pages": pages, "tailwind_css": TAILWIND})) as pool:
         shots = pool.render_many(htmls, desc=f"{label} of {pages}")
@@ -82,10 +82,13 @@ def digest(shot: bytes | None) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=2, help="times the rows are repeated for the pools (default: 2)")
-    parser.add_argument("--fresh-pages", type=int, default=30, help="pages rendered with a fresh browser each; 0: none (default: 30)")
+    parser.add_argument("--fresh-pages", type=int, default=30,
+                        help="pages rendered with a fresh browser each; 0: none (default: 30)")  # fmt: skip
     parser.add_argument("--rows", type=Path, default=DEFAULT_ROWS, help="ColBench frontend JSONL")
-    parser.add_argument("--pairs", type=int, default=3, help="alternating runs of this pool and the earlier one (default: 3)")
-    parser.add_argument("--baseline-rev", default=REUSED_TABS_REV, help=f"commit of the earlier pool (default: {REUSED_TABS_REV})")
+    parser.add_argument("--pairs", type=int, default=3,
+                        help="alternating runs of this pool and the earlier one (default: 3)")  # fmt: skip
+    parser.add_argument("--baseline-rev", default=REUSED_TABS_REV,
+                        help=f"commit of the earlier pool (default: {REUSED_TABS_REV})")  # fmt: skip
     args = parser.parse_args(argv)
     console = Console()
     if not args.rows.exists():
@@ -101,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         n = len(rendered)
         shots[(name, pages)] = [digest(s) for s in rendered[: len(rows)]]
         results.append({"method": name, "pages": pages, "runs": 1, "rendered": n,
-                        "failures": sum(s is None for s in rendered), "seconds": seconds, "pages_per_s": n / seconds})  # fmt: skip
+                        "failures": sum(s is None for s in rendered), "seconds": seconds,
+                        "pages_per_s": n / seconds})  # fmt: skip
 
     # (a) against (b), 2 pages each, alternating; which one goes first alternates too.
     earlier = earlier_render(args.baseline_rev).RenderPool
@@ -137,11 +141,13 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
     for r in results:
         fresh = f"{r['ratio_to_fresh']:.2f}" if "ratio_to_fresh" in r else "-"
-        table.add_row(r["method"], str(r["pages"]), str(r["runs"]), str(r["rendered"]), str(r["failures"]), f"{r['seconds']:.1f}",
+        table.add_row(r["method"], str(r["pages"]), str(r["runs"]), str(r["rendered"]), str(r["failures"]),
+                      f"{r['seconds']:.1f}",
                       f"{r['pages_per_s']:.2f}", fresh)  # fmt: skip
     console.print(table)
-    console.print(f"this pool / pool at {args.baseline_rev}, pages/s, per pair: "
-                  f"{', '.join(f'{x:.2f}' for x in ratios)}; median {paired['median_ratio_to_baseline']:.2f}")  # fmt: skip
+    each = ", ".join(f"{x:.2f}" for x in ratios)
+    console.print(f"this pool / pool at {args.baseline_rev}, pages/s, per pair: {each}; "
+                  f"median {paired['median_ratio_to_baseline']:.2f}")  # fmt: skip
     # The same page must give the same PNG whichever browser or pool page rendered it.
     reference = shots[("pool", 2)]
     agree = all(digests == reference[: len(digests)] for digests in shots.values())

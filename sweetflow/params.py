@@ -589,12 +589,12 @@ class SimilarityParams(Section):
     )
     batch_size: int = Field(ge=1, description="Metric 'clip': images embedded per forward pass.")
     win_metric: Literal["design", "similarity"] = Field(
-        description="What decides a win against the description's page (`win_rate`): 'design', the design metric "
-        "(`sweetflow.frontend.design`: the screenshot's pixels, its text and the place of its content, which a "
-        "blank or one-colour page lacks; the default, chosen on properties alone: the target scores 1, and the "
-        "description's page beats a blank or one-colour page on 100% of held-out generated tasks and another task's "
-        "target on 93%, where 'pixels' loses to a blank page half the time, see docs/benchmark.md); 'similarity', the `metric` above, as before (a constant gray page "
-        "beat the description's page on 62% of tasks with 'pixels'). Both win rates are reported either way."
+        description="What decides a win against the description's page (`win_rate`): 'design' (the default), the "
+        "design metric of `sweetflow.frontend.design`: the screenshot's pixels, the page's words and its sections in "
+        "order, which a blank or one-colour page lacks; chosen on properties alone: the target scores 1, and on "
+        "held-out generated tasks the description's page beats a blank or one-colour page on 100% of them and "
+        "another task's target on 93% (docs/benchmark.md). 'similarity': the `metric` above, as before (with "
+        "'pixels' a constant gray page beat the description's page on 62% of tasks). Both are reported either way."
     )
 
     @model_validator(mode="after")
