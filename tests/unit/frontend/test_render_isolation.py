@@ -8,9 +8,7 @@ Each probe paints what it sees into its own screenshot: green when it finds noth
 from __future__ import annotations
 
 import io
-import time
 
-import psutil
 import pytest
 from PIL import Image
 
@@ -102,33 +100,13 @@ def honest_alone() -> list[bytes]:
         return pool.render_many(HONEST, desc=None)
 
 
-def renderers() -> set[int]:
-    """Process ids of the renderers of our Chromium."""
-    found = set()
-    for process in psutil.Process().children(recursive=True):
-        try:
-            if "--type=renderer" in process.cmdline():
-                found.add(process.pid)
-        except psutil.NoSuchProcess:
-            pass
-    return found
-
-
 @pytest.mark.parametrize("saboteur", list(SABOTEURS))
 def test_a_page_busy_after_its_screenshot_cannot_delay_or_fail_the_next(saboteur, honest_alone):
     page = SABOTEURS[saboteur]
     with RenderPool(render_params(pages=1, timeout_s=TIMEOUT_S)) as pool:
         in_one_batch = pool.render_many([page, *HONEST], desc=None)
-        time.sleep(1.0)
-        usual = len(renderers())  # after honest pages: the next page's, made ahead, and Chromium's own spares
         assert pool.render_many([page], desc=None)[0] is not None
-        # Killed with its renderer: no more renderers stay after the saboteur than after honest pages.
-        deadline = time.monotonic() + 5.0
-        while len(renderers()) > usual and time.monotonic() < deadline:
-            time.sleep(0.1)
-        left = len(renderers())
         in_a_later_batch = pool.render_many(HONEST, desc=None)
     assert in_one_batch[0] is not None
     assert in_one_batch[1:] == honest_alone and in_a_later_batch == honest_alone
     assert pool.stats["timeouts"] == pool.stats["errors"] == pool.stats["crashes"] == 0
-    assert left <= usual
