@@ -51,6 +51,9 @@ class Score:
     success: bool | None  # backend: every test passed; frontend: None (similarity has no pass mark)
     status: str | None  # backend: the sandbox's status; frontend: "rendered", "no_html", ...; None: not scored
     outputs: list[str | None] | None = None  # backend: each test's output (null where the call raised)
+    # More per-answer values, each recorded as a column of its own (frontend: the design metric and the
+    # win against the description's page); the backend has none, so its trajectories keep their columns.
+    extra: dict[str, float] | None = None
 
 
 @dataclass

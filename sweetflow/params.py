@@ -635,6 +635,14 @@ class SimilarityParams(Section):
         "nothing is downloaded."
     )
     batch_size: int = Field(ge=1, description="Metric 'clip': images embedded per forward pass.")
+    win_metric: Literal["design", "similarity"] = Field(
+        description="What decides a win against the description's page (`win_rate`): 'design' (the default), the "
+        "design metric of `sweetflow.frontend.design`: the screenshot's pixels, the page's words and its sections in "
+        "order, which a blank or one-colour page lacks; chosen on properties alone: the target scores 1, and on "
+        "held-out generated tasks the description's page beats a blank or one-colour page on 100% of them and "
+        "another task's target on 93% (docs/benchmark.md). 'similarity': the `metric` above, as before (with "
+        "'pixels' a constant gray page beat the description's page on 62% of tasks). Both are reported either way."
+    )
 
     @model_validator(mode="after")
     def _clip_needs_checkpoint(self) -> "SimilarityParams":

@@ -55,7 +55,10 @@ OUTPUT_CHARS = 200  # a stored test output's length: enough to read, cheap for t
 
 
 def to_frame(records: list[dict]) -> pl.DataFrame:
-    return pl.DataFrame(records, schema=TRAJECTORY_SCHEMA, orient="row")
+    """The records as a trajectory table; keys beyond TRAJECTORY_SCHEMA (a domain's `Score.extra`)
+    become Float64 columns after it."""
+    extra = dict.fromkeys(k for r in records for k in r if k not in TRAJECTORY_SCHEMA)
+    return pl.DataFrame(records, schema={**TRAJECTORY_SCHEMA, **dict.fromkeys(extra, pl.Float64)}, orient="row")
 
 
 def trajectory_key(task_id: str, sample: int) -> str:

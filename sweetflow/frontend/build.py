@@ -32,12 +32,13 @@ def build_tasks(params: Params) -> TaskSet:
         for split, tasks in (("train", train), ("val", val), ("test", test)):
             checks = check_targets(tasks, pool, similarity, desc=f"targets ({split})")
             rows = [
-                {**t, "target_png": c.target_png, "reference_similarity": c.reference_similarity, "flags": c.flags}
+                {**t, "target_png": c.target_png, "reference_similarity": c.reference_similarity,
+                 "reference_design": c.reference_design, "flags": c.flags}  # fmt: skip
                 for t, c in zip(tasks, checks)
             ]
             splits[split] = to_frame(rows, split, CHECKED_FRONTEND_SCHEMA)
             metrics[split] = flag_counts([c.flags for c in checks], FLAGS)
             if checks:
-                mean = sum(c.reference_similarity for c in checks) / len(checks)
-                metrics[split]["reference_similarity"] = round(mean, 4)
+                for key in ("reference_similarity", "reference_design"):
+                    metrics[split][key] = round(sum(getattr(c, key) for c in checks) / len(checks), 4)
     return TaskSet(splits, inputs, metrics)

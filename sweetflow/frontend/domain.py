@@ -1,6 +1,7 @@
 """The frontend design domain: the answer is an HTML page, rendered by headless Chromium and
-compared with the target's screenshot (reward: visual similarity; no success); the simulated
-designer names how the page it is shown differs from the one it has in mind."""
+compared with the target's screenshot (reward: visual similarity; no success; each episode also
+records its `design` score and its `win` against the description's page); the simulated designer
+names how the page it is shown differs from the one it has in mind."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.report import REPORT
 from sweetflow.frontend.scorefile import score_frontend_file
 from sweetflow.frontend.scoring import score_pages
-from sweetflow.frontend.similarity import Similarity, win_rate
+from sweetflow.frontend.similarity import Similarity, win, win_rate
 from sweetflow.frontend.simulators import make_design_human
 from sweetflow.params import NoAskAgentParams, Params, ScriptedAgentParams
 
@@ -31,16 +32,24 @@ class Frontend(Domain):
     def open(self, params: Params) -> Iterator[DomainRuntime]:
         p = params.frontend
         similarity = Similarity(p.scoring.similarity)
+        by_design = p.scoring.similarity.win_metric == "design"
         with RenderPool(p.scoring.render) as pool:
 
             def score(tasks: list[dict], answers: list[str]) -> list[Score]:
-                results = score_pages(answers, [t["target_png"] for t in tasks], pool, similarity)
-                return [Score(r.similarity, None, r.status) for r in results]
+                targets, pages = [t["target_png"] for t in tasks], [t["ground_truth"] for t in tasks]
+                results = score_pages(answers, targets, pages, pool, similarity)
+                return [
+                    Score(r.similarity, None, r.status, extra={"design": r.design, "win": win(
+                        r.design if by_design else r.similarity,
+                        t["reference_design"] if by_design else t["reference_similarity"])})
+                    for r, t in zip(results, tasks)
+                ]  # fmt: skip
 
             endpoint = p.simulator.endpoint
             human = make_design_human(p.simulator, pool.render)
             yield DomainRuntime(
-                "frontend", human, endpoint.concurrency if endpoint else 1, score, view_fields, Score(0.0, None, None)
+                "frontend", human, endpoint.concurrency if endpoint else 1, score, view_fields,
+                Score(0.0, None, None, extra={"design": 0.0, "win": 0.0}),  # an unfinished episode wins nothing
             )
 
     def scripted_agent(self, p: ScriptedAgentParams | NoAskAgentParams) -> Agent:
@@ -58,14 +67,25 @@ class Frontend(Domain):
         return score_frontend_file(path, scoring.render, scoring.similarity)
 
     def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
-        """`similarity` and `win_rate` against each task's reference page, the one made from the
-        description alone (`reference_similarity` in the task table; a tie is half a win)."""
+        """`similarity` (the reward's metric) and `design`, each one's win rate against each task's
+        reference page, the one made from the description alone (`reference_similarity`,
+        `reference_design` in the task table; a tie is half a win), and `win_rate`: the one
+        `win_metric` chose when the episodes were scored. Trajectories imported with the file's
+        reward have no `design`: their win rate is the similarity's."""
+        keys = ("similarity", "win_rate", "design", "similarity_win_rate", "design_win_rate")
         if not frame.height:
-            return {"similarity": 0.0, "win_rate": 0.0}
-        reference = {t["task_id"]: t["reference_similarity"] for t in tasks}
+            return dict.fromkeys(keys if "design" in frame.columns else keys[:2], 0.0)
+        by_task = {t["task_id"]: t for t in tasks}
+        ids = frame["task_id"].to_list()
+        similarity_wins = win_rate(frame["reward"].to_list(), [by_task[t]["reference_similarity"] for t in ids])
+        if "design" not in frame.columns:
+            return {"similarity": float(frame["reward"].mean()), "win_rate": similarity_wins}
         return {
             "similarity": float(frame["reward"].mean()),
-            "win_rate": win_rate(frame["reward"].to_list(), [reference[t] for t in frame["task_id"]]),
+            "win_rate": float(frame["win"].mean()),
+            "design": float(frame["design"].mean()),
+            "similarity_win_rate": similarity_wins,
+            "design_win_rate": win_rate(frame["design"].to_list(), [by_task[t]["reference_design"] for t in ids]),
         }
 
 

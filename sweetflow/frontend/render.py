@@ -1,18 +1,20 @@
 """HTML pages to PNG screenshots on headless Chromium, fully offline and deterministic.
 
-`RenderPool` keeps one browser and `pages` reusable pages, each in its own browser context, and
-renders many HTML strings concurrently. Nothing one page does can reach a later one: after each
-render every other page of its context (a popup) is closed, and a context that cannot be brought
-back to its one page is thrown away; the next render replaces the page's document (its scripts and
-timers stop) with one of another origin, which a popup that slipped through could not touch; idle
-pages go to about:blank after each batch. (A fresh context per render would do the same at three
-times the cost: a new renderer process each time.) The browser runs in an empty
+`RenderPool` keeps one browser and renders many HTML strings concurrently, up to `pages` at a
+time. Each page is its own site: it is rendered in a browser context of its own (an empty in-memory
+profile: no cookie, `window.name`, local, session or IndexedDB storage, cache or history of any other
+page), and the context is closed as soon as its screenshot is taken; the next page's context is made
+while the current one renders. Closing it ends the page's
+renderer process with everything that runs in it (timers, a busy loop, popups), so nothing a page
+leaves running can delay, fail or touch the next one. (Reusing a tab and its context saved a
+renderer launch per page, but carried cookies and `window.name` to later pages, and a page busy
+after its screenshot stalled the next page of its tab.) The browser runs in an empty
 network namespace where the system allows one (root, or unprivileged user namespaces): no packet
 leaves it by any channel, WebRTC included. Every request a page makes is also intercepted:
 
 - the page itself is served from a made-up origin named after its content (`page_url`), so
-  relative URLs stay inside it and are blocked like everything else, and two different pages never
-  share an origin: what one page left running cannot read or write the next;
+  relative URLs stay inside it and are blocked like everything else, and the same HTML always sees
+  the same URL;
 - Tailwind CSS 2.2.19 from any CDN (any `tailwind*.css` under a `tailwindcss@2.2.19/` or
   `tailwindcss/2.2.19/` path) is answered from the local copy of the npm package's
   `dist/tailwind.min.css`, by default only the rules the page can use (`sweetflow.frontend.tailwind`);
@@ -44,7 +46,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -174,17 +176,6 @@ def project_file(path: Path) -> Path:
     return path
 
 
-@dataclass
-class _Slot:
-    """One reusable page in its own browser context (so a broken one is thrown away alone)."""
-
-    html: str = ""
-    context: BrowserContext | None = None
-    page: Page | None = None
-    generation: int = -1  # the browser launch it belongs to
-    crashed: bool = False
-
-
 def offline_launcher(chromium: Path, directory: Path) -> Path | None:
     """A script that starts `chromium` in a new, empty network namespace, written into `directory`;
     None where no `unshare` variant may create one here."""
@@ -205,6 +196,17 @@ def offline_launcher(chromium: Path, directory: Path) -> Path | None:
 
 
 @dataclass
+class _Tab:
+    """One page in a browser context of its own."""
+
+    context: BrowserContext
+    generation: int  # the browser launch it belongs to
+    page: Page | None = None
+    html: str = ""  # the page it serves
+    crashed: bool = False
+
+
+@dataclass
 class _Browser:
     playwright: Playwright | None = None
     browser: Browser | None = None
@@ -213,7 +215,7 @@ class _Browser:
 
 
 class RenderPool:
-    """One headless Chromium and `params.pages` reusable pages; use as a context manager.
+    """One headless Chromium rendering up to `params.pages` pages at once; use as a context manager.
 
     Playwright's sync API is bound to the thread that started it and serves one call at a time.
     The pool runs the async API on an event loop in its own thread instead: pages render
@@ -299,7 +301,6 @@ class RenderPool:
         with tqdm(total=len(futures), desc=desc, unit="page", disable=desc is None) as bar:
             for _ in as_completed(futures):
                 bar.update()
-        self._call(self._blank_idle_pages())
         return [f.result() for f in futures]
 
     # -- the event loop's side ------------------------------------------------------------------
@@ -307,11 +308,15 @@ class RenderPool:
     async def _open(self) -> None:
         self._browser = _Browser(playwright=await async_playwright().start())
         await self._live_browser()
-        self._free: asyncio.Queue[_Slot] = asyncio.Queue()
-        for _ in range(self.params.pages):
-            self._free.put_nowait(_Slot())
+        self._slots = asyncio.Semaphore(self.params.pages)
+        # Tabs made ahead, one per slot: the next page's context and renderer start up while the
+        # current page renders.
+        self._spares = deque(asyncio.ensure_future(self._new_tab()) for _ in range(self.params.pages))
 
     async def _shutdown(self) -> None:
+        for spare in self._spares:
+            spare.cancel()
+        await asyncio.gather(*self._spares, return_exceptions=True)
         await self._drop_browser()
         if self._browser.playwright is not None:
             await self._browser.playwright.stop()
@@ -331,100 +336,81 @@ class RenderPool:
             return state.browser, state.generation
 
     async def _render(self, html: str) -> bytes | None:
-        slot = await self._free.get()
-        try:
+        async with self._slots:
+            tab = await self._take_tab()
+            tab.html = html
             try:
-                await self._ready(slot)
-            except PlaywrightError:
-                # The browser died between the check and its use: relaunch it once; a second failure is real.
-                await self._drop_browser()
-                await self._ready(slot)
-            slot.html = html
-            try:
-                png = await asyncio.wait_for(self._shoot(slot), self.params.timeout_s)
+                png = await asyncio.wait_for(self._shoot(tab.page, html), self.params.timeout_s)
             except (TimeoutError, PlaywrightError) as e:
                 timeout = isinstance(e, (TimeoutError, PlaywrightTimeout))
-                kind = "crashes" if slot.crashed else "timeouts" if timeout else "errors"
-                self.stats[kind] += 1
-                await self._discard(slot)
+                self.stats["crashes" if tab.crashed else "timeouts" if timeout else "errors"] += 1
                 return None
+            finally:
+                await self._close(tab)
             self.stats["rendered"] += 1
             return png
-        finally:
-            await self._reset(slot)
-            self._free.put_nowait(slot)
 
-    async def _reset(self, slot: _Slot) -> None:
-        """Close every page of the slot's context but its own, or throw the context away: a popup
-        keeps running after its opener moves on, and its opener's next document is the next
-        render's page."""
-        if slot.page is None:
-            return
+    async def _take_tab(self) -> "_Tab":
+        """The oldest spare tab if it is whole and of the live browser, else a new tab; a new spare
+        starts in its place."""
+        spare = self._spares.popleft()
+        self._spares.append(asyncio.ensure_future(self._new_tab()))
         try:
-            for page in slot.context.pages:
-                if page is not slot.page:
-                    await asyncio.wait_for(page.close(), CLOSE_TIMEOUT_S)
-            clean = slot.context.pages == [slot.page]
-        except (TimeoutError, PlaywrightError):
-            clean = False
-        if not clean:
-            await self._discard(slot)
-
-    async def _blank_idle_pages(self) -> None:
-        """Navigate the idle pages to about:blank: the last page's scripts (an animation, a timer)
-        must not keep running while the pool waits for its next batch."""
-        idle = [self._free.get_nowait() for _ in range(self._free.qsize())]
+            tab = await spare
+        except PlaywrightError:
+            tab = None
+        browser = self._browser.browser
+        if tab is not None:
+            if tab.generation == self._browser.generation and browser is not None and browser.is_connected():
+                if not tab.page.is_closed():
+                    return tab
+            await self._close(tab)
         try:
-            await asyncio.gather(*(self._blank(slot) for slot in idle if slot.page is not None))
-        finally:
-            for slot in idle:
-                self._free.put_nowait(slot)
+            return await self._new_tab()
+        except PlaywrightError:
+            # The browser died between the check and its use: relaunch it once; a second failure is real.
+            await self._drop_browser()
+            return await self._new_tab()
 
-    async def _blank(self, slot: _Slot) -> None:
-        try:
-            await asyncio.wait_for(slot.page.goto("about:blank"), CLOSE_TIMEOUT_S)
-        except (TimeoutError, PlaywrightError):
-            await self._discard(slot)
-
-    async def _shoot(self, slot: _Slot) -> bytes:
-        page = slot.page
-        await page.goto(page_url(slot.html), wait_until="commit")
-        await page.evaluate(SETTLE_JS)
-        clip = {"x": 0, "y": 0, "width": self.params.viewport_width, "height": self.params.max_height}
-        # With full_page, the clip is cut to the document: viewport width, page height up to the cap.
-        return await page.screenshot(type="png", full_page=True, clip=clip, animations="disabled")
-
-    async def _ready(self, slot: _Slot) -> None:
+    async def _new_tab(self) -> "_Tab":
+        """A page in a new, empty browser context, serving whatever its `html` is set to at its `page_url`."""
         browser, generation = await self._live_browser()
-        if slot.page is not None and slot.generation == generation and not slot.page.is_closed():
-            return
-        await self._discard(slot)
         context = await browser.new_context(
             viewport={"width": self.params.viewport_width, "height": self.params.viewport_height},
             device_scale_factor=1,
             reduced_motion="reduce",
             service_workers="block",
         )
-        context.set_default_timeout(self.params.timeout_s * 1000)
-        await context.add_init_script(SEEDED_RANDOM_JS)
-        await context.clock.set_fixed_time(FIXED_TIME)
-        await context.route("**/*", lambda route: self._answer(route, slot))
-        await context.route_web_socket("**/*", lambda ws: ws.close())
-        page = await context.new_page()
-        page.on("crash", lambda _: setattr(slot, "crashed", True))
-        slot.context, slot.page, slot.generation, slot.crashed = context, page, generation, False
-
-    async def _discard(self, slot: _Slot) -> None:
-        context, slot.context, slot.page = slot.context, None, None
-        if context is None:
-            return
+        tab = _Tab(context, generation)
         try:
-            await asyncio.wait_for(context.close(), CLOSE_TIMEOUT_S)
+            context.set_default_timeout(self.params.timeout_s * 1000)
+            await context.add_init_script(SEEDED_RANDOM_JS)
+            await context.clock.set_fixed_time(FIXED_TIME)
+            await context.route("**/*", lambda route: self._answer(route, tab.html))
+            await context.route_web_socket("**/*", lambda ws: ws.close())
+            tab.page = await context.new_page()
+        except BaseException:
+            await self._close(tab)
+            raise
+        tab.page.on("crash", lambda _: setattr(tab, "crashed", True))
+        return tab
+
+    async def _close(self, tab: "_Tab") -> None:
+        """Close the tab's context: its pages and popups, and their renderer processes, end with it."""
+        try:
+            await asyncio.wait_for(tab.context.close(), CLOSE_TIMEOUT_S)
         except (TimeoutError, PlaywrightError):
             # A browser that cannot close a context is not trusted with the next page (unless it
             # has been replaced already).
-            if slot.generation == self._browser.generation:
+            if tab.generation == self._browser.generation:
                 await self._drop_browser()
+
+    async def _shoot(self, page: Page, html: str) -> bytes:
+        await page.goto(page_url(html), wait_until="commit")
+        await page.evaluate(SETTLE_JS)
+        clip = {"x": 0, "y": 0, "width": self.params.viewport_width, "height": self.params.max_height}
+        # With full_page, the clip is cut to the document: viewport width, page height up to the cap.
+        return await page.screenshot(type="png", full_page=True, clip=clip, animations="disabled")
 
     async def _drop_browser(self) -> None:
         """Close the browser (if it still answers); the next page launches a new one."""
@@ -436,14 +422,14 @@ class RenderPool:
             except (TimeoutError, PlaywrightError):
                 pass
 
-    async def _answer(self, route: Route, slot: _Slot) -> None:
+    async def _answer(self, route: Route, html: str) -> None:
         url = route.request.url
         try:
-            if url == page_url(slot.html):
-                await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=slot.html)
+            if url == page_url(html):
+                await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html)
             elif is_tailwind_2_2_19(url):
                 self.stats["tailwind_served"] += 1
-                css = self._subset.for_page(slot.html) if self._subset else self._tailwind
+                css = self._subset.for_page(html) if self._subset else self._tailwind
                 await route.fulfill(status=200, content_type="text/css; charset=utf-8", body=css)
             elif (size := picsum_size(url)) is not None:
                 self.stats["picsum_served"] += 1

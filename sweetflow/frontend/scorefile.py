@@ -45,8 +45,8 @@ def read_frontend_trajectories(path: Path | str) -> tuple[list[str], list[str], 
 def score_frontend_file(
     path: Path | str, render: RenderParams, similarity: SimilarityParams
 ) -> tuple[dict, pl.DataFrame]:
-    """The summary of the file's rows and one scored row each (line, similarity, the answer's and
-    the target's render status)."""
+    """The summary of the file's rows and one scored row each (line, similarity, the design metric,
+    the answer's and the target's render status)."""
     targets, answers, lines = read_frontend_trajectories(path)
     if not targets:
         raise InputError(f"{path}: no rows to score")
@@ -55,15 +55,20 @@ def score_frontend_file(
         distinct = list(dict.fromkeys(targets))
         target_shots = dict(zip(distinct, pool.render_many(distinct, desc="rendering targets")))
         scored = [i for i, t in enumerate(targets) if target_shots[t] is not None]
-        scores = score_pages([answers[i] for i in scored], [target_shots[targets[i]] for i in scored], pool, scorer)
+        scores = score_pages(
+            [answers[i] for i in scored], [target_shots[targets[i]] for i in scored], [targets[i] for i in scored],
+            pool, scorer,
+        )
     similarities: list[float | None] = [None] * len(targets)
+    designs: list[float | None] = [None] * len(targets)
     answer_status = ["not_scored"] * len(targets)
     for i, score in zip(scored, scores):
-        similarities[i], answer_status[i] = score.similarity, score.status
+        similarities[i], designs[i], answer_status[i] = score.similarity, score.design, score.status
     target_status = ["rendered" if target_shots[t] is not None else "render_failed" for t in targets]
     summary = {
         "metric": similarity.metric,
         "similarity": sum(s.similarity for s in scores) / len(scores) if scores else 0.0,
+        "design": sum(s.design for s in scores) / len(scores) if scores else 0.0,
         "count": len(scores),
         "no_html": answer_status.count("no_html"),
         "render_failures": {
@@ -72,7 +77,9 @@ def score_frontend_file(
         },
     }
     rows = pl.DataFrame(
-        {"line": lines, "similarity": similarities, "answer_status": answer_status, "target_status": target_status},
-        schema={"line": pl.Int64, "similarity": pl.Float64, "answer_status": pl.Utf8, "target_status": pl.Utf8},
+        {"line": lines, "similarity": similarities, "design": designs, "answer_status": answer_status,
+         "target_status": target_status},
+        schema={"line": pl.Int64, "similarity": pl.Float64, "design": pl.Float64, "answer_status": pl.Utf8,
+                "target_status": pl.Utf8},
     )
     return summary, rows

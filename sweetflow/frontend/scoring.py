@@ -1,4 +1,5 @@
-"""Frontend scoring: an answer's page against its target's screenshot (ColBench's frontend reward).
+"""Frontend scoring: an answer's page against its target's screenshot (ColBench's frontend reward),
+and against the target's screenshot and words (the `design` metric, `sweetflow.frontend.design`).
 
 The page an answer shows is found as the simulator finds it (`page_snippet`: the last `<html`
 up to `</html>` or the end); each distinct page is rendered once; an answer with no page, or whose
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sweetflow.frontend.design import design_scores
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.similarity import Similarity
 from sweetflow.frontend.simulators import page_snippet
@@ -19,11 +21,12 @@ STATUSES = ("rendered", "no_html", "render_failed", "no_target")
 @dataclass
 class PageScore:
     similarity: float
+    design: float
     status: str  # one of STATUSES
 
 
 def score_pages(
-    answers: list[str], targets: list[bytes | None], pool: RenderPool, similarity: Similarity
+    answers: list[str], targets: list[bytes | None], target_pages: list[str], pool: RenderPool, similarity: Similarity
 ) -> list[PageScore]:
     """One score per (answer, target screenshot); a task whose target has no screenshot (flagged
     when the tasks were made) scores 0 for every answer, as a broken reference does in the backend."""
@@ -31,12 +34,15 @@ def score_pages(
     distinct = list(dict.fromkeys(p for p, t in zip(pages, targets) if p is not None and t is not None))
     shots = dict(zip(distinct, pool.render_many(distinct, desc=None)))
     scored = [i for i, t in enumerate(targets) if t is not None]
-    values = dict(zip(scored, similarity([shots.get(pages[i]) for i in scored], [targets[i] for i in scored])))
+    answer_shots, target_shots = [shots.get(pages[i]) for i in scored], [targets[i] for i in scored]
+    values = dict(zip(scored, similarity(answer_shots, target_shots)))
+    designs = dict(zip(scored, design_scores(answer_shots, target_shots, [pages[i] for i in scored],
+                                             [target_pages[i] for i in scored])))  # fmt: skip
     out = []
     for i, page in enumerate(pages):
         if targets[i] is None:
-            out.append(PageScore(0.0, "no_target"))
+            out.append(PageScore(0.0, 0.0, "no_target"))
         else:
             status = "no_html" if page is None else "render_failed" if shots[page] is None else "rendered"
-            out.append(PageScore(values[i], status))
+            out.append(PageScore(values[i], designs[i], status))
     return out

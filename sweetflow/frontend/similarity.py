@@ -162,11 +162,15 @@ class Similarity:
         return [0.0 if a is None else pair(a, t) for a, t in zip(answers, targets)]
 
 
+def win(ours: float, reference: float) -> float:
+    """1 if our score beats the reference's, 0.5 for a tie, else 0."""
+    return 1.0 if ours > reference else 0.5 if ours == reference else 0.0
+
+
 def win_rate(ours: Sequence[float], reference: Sequence[float]) -> float:
     """Share of tasks where our similarity beats the reference method's; a tie counts half."""
     if len(ours) != len(reference):
         raise ValueError(f"win rate needs one score per task from each method: {len(ours)} vs {len(reference)}")
     if not ours:
         raise ValueError("win rate of no tasks")
-    wins = sum(1.0 if o > r else 0.5 if o == r else 0.0 for o, r in zip(ours, reference))
-    return wins / len(ours)
+    return sum(map(win, ours, reference)) / len(ours)

@@ -38,6 +38,7 @@ CHECKED_FRONTEND_SCHEMA = pl.Schema(
         **FRONTEND_TASK_SCHEMA,
         "target_png": pl.Binary,  # the target's screenshot, the one every answer is compared with; null if none
         "reference_similarity": pl.Float64,  # of the page made from the description alone (win rate's reference)
+        "reference_design": pl.Float64,  # its `design` score (sweetflow.frontend.design)
         "flags": pl.List(pl.String),
     }
 )

@@ -192,6 +192,7 @@ def _record(ep: Episode, score: Score) -> dict:
         "score_status": score.status,
         "failure": ep.failure,
         "test_outputs": None if score.outputs is None else [o if o is None else o[:OUTPUT_CHARS] for o in score.outputs],
+        **(score.extra or {}),
     }
 
 

@@ -25,12 +25,13 @@ def test_candidates_are_good_when_their_page_gets_closer_to_the_target():
     similarity = Similarity(similarity_params())
     with RenderPool(render_params(pages=2)) as pool:
         task["target_png"] = pool.render(task["ground_truth"])
-        (reference,) = score_pages([answer_message(plain)], [task["target_png"]], pool, similarity)
+        (reference,) = score_pages([answer_message(plain)], [task["target_png"]], [task["ground_truth"]], pool, similarity)
         task["reference_similarity"] = reference.similarity
 
         def score(tasks: list[dict], answers: list[str]) -> list[Score]:
             return [Score(r.similarity, None, r.status)
-                    for r in score_pages(answers, [t["target_png"] for t in tasks], pool, similarity)]  # fmt: skip
+                    for r in score_pages(answers, [t["target_png"] for t in tasks], [t["ground_truth"] for t in tasks],
+                                         pool, similarity)]  # fmt: skip
 
         # The dialogue: the agent showed the target itself at its first turn and heard back.
         dialogue = [{"role": AGENT, "content": show_message(target)}, {"role": HUMAN, "content": "That's it."}]

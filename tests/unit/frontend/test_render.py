@@ -18,7 +18,7 @@ from sweetflow.frontend.render import RenderPool, is_tailwind_2_2_19, picsum_siz
 from tests.support.browser import frontend_rows
 from tests.support.params import render_params
 
-TIMEOUT_S = 3.0
+TIMEOUT_S = 6.0  # each page starts a renderer of its own: room for a loaded machine
 PARAMS = render_params(pages=2, timeout_s=TIMEOUT_S)
 GREEN_500 = (16, 185, 129)  # Tailwind 2's #10B981
 GRAY_100 = (243, 244, 246)  # #F3F4F6

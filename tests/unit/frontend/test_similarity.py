@@ -138,9 +138,11 @@ def test_win_rate_counts_ties_as_half():
 
 def test_params_sections():
     with pytest.raises(ValidationError, match="clip_checkpoint"):
-        SimilarityParams(metric="clip", clip_checkpoint=None, batch_size=16)
+        SimilarityParams(metric="clip", clip_checkpoint=None, batch_size=16, win_metric="design")
     with pytest.raises(ValidationError, match="Extra inputs"):
-        SimilarityParams(metrics="pixels", metric="pixels", clip_checkpoint=None, batch_size=16)
+        SimilarityParams(metrics="pixels", metric="pixels", clip_checkpoint=None, batch_size=16, win_metric="design")
+    with pytest.raises(ValidationError, match="win_metric"):
+        SimilarityParams(metric="pixels", clip_checkpoint=None, batch_size=16, win_metric="pixels")
     with pytest.raises(ValidationError, match="Extra inputs"):
         RenderParams(page=3, **render_params().model_dump())
     described = [*RenderParams.model_fields.values(), *SimilarityParams.model_fields.values()]
