@@ -261,6 +261,12 @@ class DomainResults:
         return self.report.name
 
 
+def episodes_have(evaluations: Path, column: str) -> bool:
+    """Whether the evaluated episodes record `column` (every method's are scored alike in a run)."""
+    files = sorted(evaluations.glob("*/trajectories*.parquet"))
+    return bool(files) and column in pl.read_parquet_schema(files[0])
+
+
 def read_domain(
     reports: Path, evaluations: Path, domain: str, trained: bool, test_tasks: Path | None = None
 ) -> DomainResults:
@@ -273,9 +279,12 @@ def read_domain(
     critics = [c | critic_length_bias(evaluations.parent, c["critic"]) for c in read_critics(reports / domain / "stages")]
     intervals = method_intervals(evaluations, report.episode_column, measure=report.episode_measure)
     if report.paired_wins and intervals and test_tasks is not None and test_tasks.is_file():
-        frame = pl.read_parquet(test_tasks, columns=["task_id", "reference_similarity"])
-        reference = dict(zip(frame["task_id"].to_list(), frame["reference_similarity"].to_list()))
-        intervals += method_intervals(evaluations, report.episode_column, measure="win rate", reference=reference)
+        if episodes_have(evaluations, "win"):  # each episode's win, by the metric the evaluations chose
+            intervals += method_intervals(evaluations, "win", measure="win rate")
+        else:  # episodes scored before the design metric: wins of the reward against the reference's
+            frame = pl.read_parquet(test_tasks, columns=["task_id", "reference_similarity"])
+            reference = dict(zip(frame["task_id"].to_list(), frame["reference_similarity"].to_list()))
+            intervals += method_intervals(evaluations, report.episode_column, measure="win rate", reference=reference)
     metrics = {m: read_json(reports / domain / m / "metrics.json") for m in methods}
     behaviour = behaviour_rows(evaluations, {m: metrics[m] for m in [*TRAINED, *sorted(metrics)] if m in metrics})
     return DomainResults(report, rows, goal_check(rows, report), methods.get(REFERENCE), critics, intervals, behaviour)
