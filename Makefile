@@ -15,7 +15,10 @@ repro: setup
 repro-frontend: setup
 	sweetflow experiment configs/experiments/frontend.yaml
 
+# The code's format and lint first (ruff, pyproject.toml), then the suite.
 test: setup
+	ruff format --check .
+	ruff check .
 	python -m pytest -n 2 --dist loadfile -q
 
 # The DAG through real SLURM jobs (tests marked slurm, which `make test` leaves out): installs the

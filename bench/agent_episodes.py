@@ -72,22 +72,35 @@ def main() -> None:
         if checkpoint is None:  # the default's size (params.yaml backend.model), random weights
             m = params.backend.model
             _, words = generate_tasks(0, 200, seed=2)  # enough text for the tokenizer's vocabulary
-            tokenizer = train_tokenizer([t["problem_description"] for t in words], m.vocab_size, m.max_length,
-                                        m.pre_tokenizer)  # fmt: skip
+            tokenizer = train_tokenizer(
+                [t["problem_description"] for t in words], m.vocab_size, m.max_length, m.pre_tokenizer
+            )
             model = build_model(tokenizer, m.hidden_size, m.layers, m.heads, m.max_length, m.seed, m.intermediate_size)
             checkpoint = save_checkpoint(model, tokenizer, Path(tmp) / "checkpoint")
         for n in range(args.rounds):
             for value in (base, variant) if n % 2 == 0 else (variant, base):  # alternating: drift hits both
-                policy = params.agents["base"].model_copy(update={
-                    "checkpoint": str(checkpoint), "threads": args.threads, "batch_size": args.batch_size,
-                    "temperature": args.temperature, "max_new_tokens": args.tokens, args.compare: value,
-                })  # fmt: skip
+                policy = params.agents["base"].model_copy(
+                    update={
+                        "checkpoint": str(checkpoint),
+                        "threads": args.threads,
+                        "batch_size": args.batch_size,
+                        "temperature": args.temperature,
+                        "max_new_tokens": args.tokens,
+                        args.compare: value,
+                    }
+                )
                 agent = TransformersAgent(policy)
                 started = time.perf_counter()
                 out = run_episodes(
-                    tasks, args.samples, agent, sandbox_runtime(ScriptedHuman(), sb), episodes, 0,
-                    Checkpoint(Path(tmp) / f"{n}-{value}.jsonl"), desc=f"{args.compare}={value}",
-                )  # fmt: skip
+                    tasks,
+                    args.samples,
+                    agent,
+                    sandbox_runtime(ScriptedHuman(), sb),
+                    episodes,
+                    0,
+                    Checkpoint(Path(tmp) / f"{n}-{value}.jsonl"),
+                    desc=f"{args.compare}={value}",
+                )
                 runs[value].append(time.perf_counter() - started)
                 records.setdefault(value, out)
     pairs = [
@@ -98,28 +111,57 @@ def main() -> None:
     ]
     old, new = statistics.median(runs[base]), statistics.median(runs[variant])
     row = {
-        "checkpoint": str(args.checkpoint or "tiny (random)"), "compare": args.compare, "base": base,
-        "variant": variant, "episodes": len(records[base]), "agent_turns": len(pairs), "batch_size": args.batch_size,
-        "threads": args.threads, "base_s": old, "variant_s": new, "speedup": old / new,
+        "checkpoint": str(args.checkpoint or "tiny (random)"),
+        "compare": args.compare,
+        "base": base,
+        "variant": variant,
+        "episodes": len(records[base]),
+        "agent_turns": len(pairs),
+        "batch_size": args.batch_size,
+        "threads": args.threads,
+        "base_s": old,
+        "variant_s": new,
+        "speedup": old / new,
         "mean_reward": {str(k): statistics.mean(r["reward"] for r in v) for k, v in records.items()},
         "same_messages": sum(a["content"] == b["content"] for a, b in pairs) / max(len(pairs), 1),
         "same_logprob_bits": sum(a["logprob_sum"] == b["logprob_sum"] for a, b in pairs) / max(len(pairs), 1),
-        "max_logprob_diff": max((abs(a["logprob_sum"] - b["logprob_sum"]) for a, b in pairs
-                                 if a["content"] == b["content"]), default=0.0),
+        "max_logprob_diff": max(
+            (abs(a["logprob_sum"] - b["logprob_sum"]) for a, b in pairs if a["content"] == b["content"]), default=0.0
+        ),
         "runs": {str(k): v for k, v in runs.items()},
-    }  # fmt: skip
-    table = Table(title=f"{row['episodes']} episodes of {row['checkpoint']}, up to {args.turns} turns, "
-                  f"batch {args.batch_size}, {args.threads} thread(s), median of {args.rounds}")  # fmt: skip
-    for column in (f"{args.compare}={base} s", f"{args.compare}={variant} s", "speedup", "same messages",
-                   "same log-prob bits", "max |Δ log-prob|", "mean reward"):  # fmt: skip
+    }
+    table = Table(
+        title=f"{row['episodes']} episodes of {row['checkpoint']}, up to {args.turns} turns, "
+        f"batch {args.batch_size}, {args.threads} thread(s), median of {args.rounds}"
+    )
+    for column in (
+        f"{args.compare}={base} s",
+        f"{args.compare}={variant} s",
+        "speedup",
+        "same messages",
+        "same log-prob bits",
+        "max |Δ log-prob|",
+        "mean reward",
+    ):
         table.add_column(column, justify="right")
     rewards = " / ".join(f"{v:.3f}" for v in row["mean_reward"].values())
-    table.add_row(f"{old:.1f}", f"{new:.1f}", f"{old / new:.2f}x", f"{row['same_messages']:.1%}",
-                  f"{row['same_logprob_bits']:.1%}", f"{row['max_logprob_diff']:.1e}", rewards)  # fmt: skip
+    table.add_row(
+        f"{old:.1f}",
+        f"{new:.1f}",
+        f"{old / new:.2f}x",
+        f"{row['same_messages']:.1%}",
+        f"{row['same_logprob_bits']:.1%}",
+        f"{row['max_logprob_diff']:.1e}",
+        rewards,
+    )
     Console().print(table)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    report = {"machine": platform.processor() or platform.machine(), "torch": torch.__version__,
-              "args": {k: str(v) for k, v in vars(args).items()}, "result": row}  # fmt: skip
+    report = {
+        "machine": platform.processor() or platform.machine(),
+        "torch": torch.__version__,
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "result": row,
+    }
     (RESULTS / f"agent_episodes-{args.compare}.json").write_text(json.dumps(report, indent=2) + "\n")
 
 

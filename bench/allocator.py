@@ -51,9 +51,15 @@ def child(kind: str, keep: bool, steps: int, rows: int, tokens: int) -> None:
     from sweetflow.agents.transformers import sample
 
     config = LlamaConfig(
-        vocab_size=8192, hidden_size=128, intermediate_size=344, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=4, max_position_embeddings=2048, tie_word_embeddings=True,
-    )  # fmt: skip
+        vocab_size=8192,
+        hidden_size=128,
+        intermediate_size=344,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config)
     if kind == "train":
@@ -68,8 +74,10 @@ def child(kind: str, keep: bool, steps: int, rows: int, tokens: int) -> None:
     else:
         torch.set_num_threads(1)  # as the agents generate
         model.eval()
-        prompts = [torch.randint(8, 8192, (900 - i % 64,), generator=torch.Generator().manual_seed(i)).tolist()
-                   for i in range(rows)]  # fmt: skip
+        prompts = [
+            torch.randint(8, 8192, (900 - i % 64,), generator=torch.Generator().manual_seed(i)).tolist()
+            for i in range(rows)
+        ]
 
         def work() -> None:
             generators = [torch.Generator().manual_seed(i) for i in range(len(prompts))]
@@ -85,10 +93,25 @@ def child(kind: str, keep: bool, steps: int, rows: int, tokens: int) -> None:
 
 def measure(kind: str, keep: bool, args: argparse.Namespace) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, "--keep", str(int(keep)), "--steps", str(args.steps),
-         "--rows", str(args.rows), "--tokens", str(args.tokens)],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            kind,
+            "--keep",
+            str(int(keep)),
+            "--steps",
+            str(args.steps),
+            "--rows",
+            str(args.rows),
+            "--tokens",
+            str(args.tokens),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -111,19 +134,31 @@ def main() -> None:
             for keep in (False, True):  # alternating: a slow spell of the machine hits both
                 runs[keep].append(measure(kind, keep, args))
         median = {k: {m: statistics.median(r[m] for r in v) for m in ("s", "sys")} for k, v in runs.items()}
-        rows.append({
-            "work": f"{args.steps} training steps" if kind == "train"
-            else f"{args.rows} rows x {args.tokens} tokens, 900-token prompts",
-            "default_s": median[False]["s"], "default_sys_s": median[False]["sys"],
-            "kept_s": median[True]["s"], "kept_sys_s": median[True]["sys"],
-            "speedup": median[False]["s"] / median[True]["s"], "rounds": args.rounds,
-        })  # fmt: skip
+        rows.append(
+            {
+                "work": f"{args.steps} training steps"
+                if kind == "train"
+                else f"{args.rows} rows x {args.tokens} tokens, 900-token prompts",
+                "default_s": median[False]["s"],
+                "default_sys_s": median[False]["sys"],
+                "kept_s": median[True]["s"],
+                "kept_sys_s": median[True]["sys"],
+                "speedup": median[False]["s"] / median[True]["s"],
+                "rounds": args.rounds,
+            }
+        )
     table = Table(title="tiny Llama (vocab 8,192): glibc's default malloc vs freed memory kept (medians)")
     for column in ("work", "default s", "default sys s", "kept s", "kept sys s", "speedup"):
         table.add_column(column, justify="right")
     for r in rows:
-        table.add_row(r["work"], f"{r['default_s']:.2f}", f"{r['default_sys_s']:.2f}", f"{r['kept_s']:.2f}",
-                      f"{r['kept_sys_s']:.2f}", f"{r['speedup']:.2f}x")  # fmt: skip
+        table.add_row(
+            r["work"],
+            f"{r['default_s']:.2f}",
+            f"{r['default_sys_s']:.2f}",
+            f"{r['kept_s']:.2f}",
+            f"{r['kept_sys_s']:.2f}",
+            f"{r['speedup']:.2f}x",
+        )
     Console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "rows": rows}, indent=2))

@@ -56,9 +56,14 @@ import warnings
 from pathlib import Path
 
 WORKER_ENV = {
-    "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1",
-    "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-}  # fmt: skip
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TQDM_DISABLE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 os.environ.update(WORKER_ENV)  # before torch and tokenizers are imported: nothing downloaded, 1 thread
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,10 +149,17 @@ def prepare(workdir: Path, n_pairs: int) -> dict:
     model.save_pretrained(workdir / "model")
     pairs = build_pairs(tasks, demos, n_pairs, m.seed, max_turns)
     settings = {
-        "beta": policy.beta, "nll_coef": policy.nll_coef, "learning_rate": policy.learning_rate,
-        "batch_size": policy.batch_size, "epochs": 1, "precision": "no", "threads": 1, "seed": m.seed,
+        "beta": policy.beta,
+        "nll_coef": policy.nll_coef,
+        "learning_rate": policy.learning_rate,
+        "batch_size": policy.batch_size,
+        "epochs": 1,
+        "precision": "no",
+        "threads": 1,
+        "seed": m.seed,
         "max_length": m.max_length,
-    }  # fmt: skip
+    }
+
     def length(chat: list[dict]) -> int:
         return len(tokenizer.apply_chat_template(chat, tokenize=True, return_dict=True)["input_ids"])
 
@@ -155,7 +167,7 @@ def prepare(workdir: Path, n_pairs: int) -> dict:
     responses = {
         side: [length(with_response(pair, side)) - n for pair, n in zip(pairs, prompts)]
         for side in ("chosen", "rejected")
-    }  # fmt: skip
+    }
     (workdir / "pairs.json").write_text(json.dumps(pairs))
     (workdir / "settings.json").write_text(json.dumps(settings))
     return {
@@ -219,8 +231,10 @@ def main(argv: list[str] | None = None) -> int:
             for mode in order:
                 result = run_worker(mode, workdir)
                 runs[mode].append(result)
-                console.print(f"  run {repeat + 1}/{args.repeats} {mode:15s} train {result['train_s']:6.1f} s, "
-                              f"{result['tokens'] / result['train_s']:7.0f} tokens/s")  # fmt: skip
+                console.print(
+                    f"  run {repeat + 1}/{args.repeats} {mode:15s} train {result['train_s']:6.1f} s, "
+                    f"{result['tokens'] / result['train_s']:7.0f} tokens/s"
+                )
 
     results = []
     for mode, rs in runs.items():
@@ -228,19 +242,30 @@ def main(argv: list[str] | None = None) -> int:
         assert len(tokens) == 1, f"{mode}: token counts differ between runs: {tokens}"
         keys = ("train_s", "ref_s", "prep_s", "peak_rss_mb", "rss_before_mb")
         median = {k: statistics.median(r[k] for r in rs) for k in keys}
-        results.append({
-            "mode": mode, "trainer": MODES[mode], "tokens": rs[0]["tokens"], "steps": rs[0]["steps"],
-            "train_seconds": median["train_s"], "ref_seconds": median["ref_s"], "prep_seconds": median["prep_s"],
-            "tokens_per_s": rs[0]["tokens"] / median["train_s"],
-            "tokens_per_s_with_ref": rs[0]["tokens"] / (median["train_s"] + median["ref_s"]),
-            "peak_rss_mb": median["peak_rss_mb"], "rss_before_mb": median["rss_before_mb"],
-            "same_sequences_as_ours": all(r.get("same_sequences_as_ours", True) for r in rs), "runs": rs,
-        })  # fmt: skip
+        results.append(
+            {
+                "mode": mode,
+                "trainer": MODES[mode],
+                "tokens": rs[0]["tokens"],
+                "steps": rs[0]["steps"],
+                "train_seconds": median["train_s"],
+                "ref_seconds": median["ref_s"],
+                "prep_seconds": median["prep_s"],
+                "tokens_per_s": rs[0]["tokens"] / median["train_s"],
+                "tokens_per_s_with_ref": rs[0]["tokens"] / (median["train_s"] + median["ref_s"]),
+                "peak_rss_mb": median["peak_rss_mb"],
+                "rss_before_mb": median["rss_before_mb"],
+                "same_sequences_as_ours": all(r.get("same_sequences_as_ours", True) for r in rs),
+                "runs": rs,
+            }
+        )
     token_counts = {r["tokens"] for r in results}
     baseline = next((r for r in results if r["mode"] == "trl"), None)
     for r in results:
         r["ratio_to_trl"] = r["tokens_per_s"] / baseline["tokens_per_s"] if baseline else None
-        r["ratio_to_trl_with_ref"] = r["tokens_per_s_with_ref"] / baseline["tokens_per_s_with_ref"] if baseline else None
+        r["ratio_to_trl_with_ref"] = (
+            r["tokens_per_s_with_ref"] / baseline["tokens_per_s_with_ref"] if baseline else None
+        )
 
     s = setup["settings"]
     lengths = setup["mean_tokens"]
@@ -249,16 +274,33 @@ def main(argv: list[str] | None = None) -> int:
         f"chosen {lengths['chosen']:.0f}, rejected {lengths['rejected']:.0f}), {s['batch_size']} pairs/step, "
         f"{setup['parameters'] / 1e6:.2f}M parameters, 1 thread, fp32, median of {args.repeats}"
     )
-    columns = ("trainer", "prep s", "ref s", "train s", "tokens/s", "x TRL", "tokens/s incl. ref", "x TRL incl. ref",
-               "peak RSS MiB")  # fmt: skip
+    columns = (
+        "trainer",
+        "prep s",
+        "ref s",
+        "train s",
+        "tokens/s",
+        "x TRL",
+        "tokens/s incl. ref",
+        "x TRL incl. ref",
+        "peak RSS MiB",
+    )
     for column in columns:
         table.add_column(column, justify="left" if column == "trainer" else "right", no_wrap=column != "trainer")
     for r in results:
         ratio = "" if r["ratio_to_trl"] is None else f"{r['ratio_to_trl']:.2f}"
         ratio_ref = "" if r["ratio_to_trl_with_ref"] is None else f"{r['ratio_to_trl_with_ref']:.2f}"
-        table.add_row(r["trainer"], f"{r['prep_seconds']:.1f}", f"{r['ref_seconds']:.1f}", f"{r['train_seconds']:.1f}",
-                      f"{r['tokens_per_s']:.0f}", ratio, f"{r['tokens_per_s_with_ref']:.0f}", ratio_ref,
-                      f"{r['peak_rss_mb']:.0f}")  # fmt: skip
+        table.add_row(
+            r["trainer"],
+            f"{r['prep_seconds']:.1f}",
+            f"{r['ref_seconds']:.1f}",
+            f"{r['train_seconds']:.1f}",
+            f"{r['tokens_per_s']:.0f}",
+            ratio,
+            f"{r['tokens_per_s_with_ref']:.0f}",
+            ratio_ref,
+            f"{r['peak_rss_mb']:.0f}",
+        )
     console.print(table)
     if len(token_counts) != 1:
         console.print(f"[red]token counts differ between trainers: {sorted(token_counts)}[/]")
@@ -307,9 +349,11 @@ def worker(mode: str, workdir: Path) -> None:
         run = run_ours if mode == "ours" else run_trl
         result = run(model, tokenizer, pairs, settings, Path(tmp), precompute=mode == "trl_precompute")
     result.update(
-        mode=mode, rss_before_mb=round(rss_before, 1), peak_rss_mb=round(peak_rss_mb(), 1),
+        mode=mode,
+        rss_before_mb=round(rss_before, 1),
+        peak_rss_mb=round(peak_rss_mb(), 1),
         threads_after=torch.get_num_threads(),
-    )  # fmt: skip
+    )
     if result["threads_after"] != 1:
         raise RuntimeError(f"{mode}: torch ran with {result['threads_after']} threads, not 1")
     (workdir / f"{mode}.json").write_text(json.dumps(result))
@@ -321,8 +365,8 @@ def worker(mode: str, workdir: Path) -> None:
 def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute: bool) -> dict:
     from sweetflow.params import TrainerParams, load_params
     from sweetflow.rl.logprobs import reference_segment_logps
-    from sweetflow.rl.loss import PreferenceLoss
     from sweetflow.rl.loop import TrainRun
+    from sweetflow.rl.loss import PreferenceLoss
     from sweetflow.rl.preference import ScoredPairs, train_preference
     from sweetflow.rl.sequences import PairData, segmented
 
@@ -355,9 +399,15 @@ def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute
     if not 0 < summary["train_tokens"] <= data.tokens():
         raise RuntimeError(f"the loop counted {summary['train_tokens']} tokens, the data holds {data.tokens()}")
     return {
-        "tokens": data.tokens(), "forward_tokens": summary["train_tokens"], "steps": summary["steps"], "prep_s": prep_s, "ref_s": ref_s, "train_s": train_s,
-        "loop_seconds": fitted.run["train_seconds"], "loss_last_epoch": summary["train_loss_last_epoch"],
-    }  # fmt: skip
+        "tokens": data.tokens(),
+        "forward_tokens": summary["train_tokens"],
+        "steps": summary["steps"],
+        "prep_s": prep_s,
+        "ref_s": ref_s,
+        "train_s": train_s,
+        "loop_seconds": fitted.run["train_seconds"],
+        "loss_last_epoch": summary["train_loss_last_epoch"],
+    }
 
 
 def run_trl(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute: bool) -> dict:
@@ -375,19 +425,43 @@ def run_trl(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute:
             finally:
                 TimedDPOTrainer.ref_seconds += time.perf_counter() - started
 
-    dataset = Dataset.from_list([
-        {"prompt": pair["prompt"], "chosen": [{"role": "assistant", "content": pair["chosen"]}],
-         "rejected": [{"role": "assistant", "content": pair["rejected"]}]}
-        for pair in pairs
-    ])  # fmt: skip
+    dataset = Dataset.from_list(
+        [
+            {
+                "prompt": pair["prompt"],
+                "chosen": [{"role": "assistant", "content": pair["chosen"]}],
+                "rejected": [{"role": "assistant", "content": pair["rejected"]}],
+            }
+            for pair in pairs
+        ]
+    )
     args = DPOConfig(
-        output_dir=str(tmp / "out"), beta=s["beta"], loss_type=["sigmoid", "sft"], loss_weights=[1.0, s["nll_coef"]],
-        per_device_train_batch_size=s["batch_size"], learning_rate=s["learning_rate"], num_train_epochs=1,
-        adam_beta1=0.9, adam_beta2=0.95, weight_decay=0.0, max_grad_norm=1.0, lr_scheduler_type="cosine",
-        warmup_steps=0.05, seed=s["seed"], bf16=False, fp16=False, use_cpu=True, max_length=s["max_length"],
-        precompute_ref_log_probs=precompute, report_to="none", save_strategy="no", eval_strategy="no",
-        logging_strategy="no", disable_tqdm=True, dataloader_num_workers=0,
-    )  # fmt: skip
+        output_dir=str(tmp / "out"),
+        beta=s["beta"],
+        loss_type=["sigmoid", "sft"],
+        loss_weights=[1.0, s["nll_coef"]],
+        per_device_train_batch_size=s["batch_size"],
+        learning_rate=s["learning_rate"],
+        num_train_epochs=1,
+        adam_beta1=0.9,
+        adam_beta2=0.95,
+        weight_decay=0.0,
+        max_grad_norm=1.0,
+        lr_scheduler_type="cosine",
+        warmup_steps=0.05,
+        seed=s["seed"],
+        bf16=False,
+        fp16=False,
+        use_cpu=True,
+        max_length=s["max_length"],
+        precompute_ref_log_probs=precompute,
+        report_to="none",
+        save_strategy="no",
+        eval_strategy="no",
+        logging_strategy="no",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
     started = time.perf_counter()
     # ref_model=None: TRL loads its own copy of the initial model as the reference (none with precompute).
     trainer = TimedDPOTrainer(model, ref_model=None, args=args, train_dataset=dataset, processing_class=tokenizer)
@@ -400,11 +474,15 @@ def run_trl(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute:
     rows = list(zip(tokenized["prompt_ids"], tokenized["chosen_ids"], tokenized["rejected_ids"], strict=True))
     tokens = sum(2 * len(p) + len(c) + len(r) for p, c, r in rows)
     return {
-        "tokens": tokens, "same_sequences_as_ours": same_sequences(tokenizer, pairs, rows, s["max_length"]),
-        "steps": output.global_step, "prep_s": init_s - TimedDPOTrainer.ref_seconds,
-        "ref_s": TimedDPOTrainer.ref_seconds, "train_s": train_s, "loop_seconds": output.metrics.get("train_runtime"),
+        "tokens": tokens,
+        "same_sequences_as_ours": same_sequences(tokenizer, pairs, rows, s["max_length"]),
+        "steps": output.global_step,
+        "prep_s": init_s - TimedDPOTrainer.ref_seconds,
+        "ref_s": TimedDPOTrainer.ref_seconds,
+        "train_s": train_s,
+        "loop_seconds": output.metrics.get("train_runtime"),
         "loss_last_epoch": output.training_loss,
-    }  # fmt: skip
+    }
 
 
 def same_sequences(tokenizer, pairs: list[dict], rows: list[tuple], max_length: int) -> bool:

@@ -56,29 +56,72 @@ def main() -> None:
         with serve(params.agents["served_base"].server, checkpoint) as served:  # params.yaml's `transformers serve`
             base_url, model = served.base_url, served.model
             for concurrency in (1, args.concurrency):
-                endpoint = EndpointParams(base_url=base_url, model=model, api_key_env="OPENAI_API_KEY", timeout_s=60,
-                                          max_retries=2, concurrency=concurrency)  # fmt: skip
-                agent = OpenAIAgent(OpenAIAgentParams(backend="openai", endpoint=endpoint, temperature=1.0, top_p=1.0,
-                                                      max_new_tokens=args.tokens))  # fmt: skip
+                endpoint = EndpointParams(
+                    base_url=base_url,
+                    model=model,
+                    api_key_env="OPENAI_API_KEY",
+                    timeout_s=60,
+                    max_retries=2,
+                    concurrency=concurrency,
+                )
+                agent = OpenAIAgent(
+                    OpenAIAgentParams(
+                        backend="openai", endpoint=endpoint, temperature=1.0, top_p=1.0, max_new_tokens=args.tokens
+                    )
+                )
                 human = OpenAIHuman(ChatClient(endpoint), max_new_tokens=args.tokens)
                 started = time.perf_counter()
                 records = run_episodes(
-                    tasks, 1, agent, sandbox_runtime(human, sandbox, concurrency), params.episodes.model_copy(update={"max_turns": args.turns}), 0,
+                    tasks,
+                    1,
+                    agent,
+                    sandbox_runtime(human, sandbox, concurrency),
+                    params.episodes.model_copy(update={"max_turns": args.turns}),
+                    0,
                     Checkpoint(Path(tmp) / f"c{concurrency}.jsonl"),
                     desc=f"concurrency {concurrency}",
                 )
                 seconds = time.perf_counter() - started
                 requests = sum(len(r["dialogue"]) for r in records)
-                rows.append({"concurrency": concurrency, "episodes": len(records), "requests": requests,
-                             "seconds": round(seconds, 2), "episodes_per_s": round(len(records) / seconds, 3),
-                             "requests_per_s": round(requests / seconds, 2),
-                             "failures": sum(r["failure"] is not None for r in records)})
+                rows.append(
+                    {
+                        "concurrency": concurrency,
+                        "episodes": len(records),
+                        "requests": requests,
+                        "seconds": round(seconds, 2),
+                        "episodes_per_s": round(len(records) / seconds, 3),
+                        "requests_per_s": round(requests / seconds, 2),
+                        "failures": sum(r["failure"] is not None for r in records),
+                    }
+                )
     base = rows[0]["episodes_per_s"]
-    table = Table("concurrency", "episodes", "requests", "seconds", "episodes/s", "requests/s", "failures", "× conc. 1",
-                  title="episodes with the openai agent and simulator (transformers serve, tiny model)")
+    table = Table(
+        "concurrency",
+        "episodes",
+        "requests",
+        "seconds",
+        "episodes/s",
+        "requests/s",
+        "failures",
+        "× conc. 1",
+        title="episodes with the openai agent and simulator (transformers serve, tiny model)",
+    )
     for r in rows:
-        table.add_row(*(str(r[k]) for k in ("concurrency", "episodes", "requests", "seconds", "episodes_per_s",
-                                             "requests_per_s", "failures")), f"{r['episodes_per_s'] / base:.2f}")
+        table.add_row(
+            *(
+                str(r[k])
+                for k in (
+                    "concurrency",
+                    "episodes",
+                    "requests",
+                    "seconds",
+                    "episodes_per_s",
+                    "requests_per_s",
+                    "failures",
+                )
+            ),
+            f"{r['episodes_per_s'] / base:.2f}",
+        )
     Console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2) + "\n")

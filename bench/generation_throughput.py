@@ -57,11 +57,16 @@ def main() -> None:
                 started = time.perf_counter()
                 frame = collect(tasks, agent, params, "backend", args.samples, 0, Path(tmp) / "progress.jsonl", "bench")
                 seconds = time.perf_counter() - started
-            rows.append({
-                "threads": threads, "batch_size": batch_size, "episodes": frame.height, "seconds": round(seconds, 2),
-                "episodes_per_s": round(frame.height / seconds, 2),
-                "mean_reward": round(float(frame["reward"].mean()), 4),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "threads": threads,
+                    "batch_size": batch_size,
+                    "episodes": frame.height,
+                    "seconds": round(seconds, 2),
+                    "episodes_per_s": round(frame.height / seconds, 2),
+                    "mean_reward": round(float(frame["reward"].mean()), 4),
+                }
+            )
     for row in rows:
         base = next(r for r in rows if r["threads"] == row["threads"] and r["batch_size"] == baseline_size)
         row["ratio_to_baseline"] = round(row["episodes_per_s"] / base["episodes_per_s"], 2)
@@ -74,10 +79,20 @@ def main() -> None:
         table.add_row(*(str(r[k]) for k in keys))
     Console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "tasks": args.tasks, "samples": args.samples, "cpu_count": os.cpu_count(),
-        "python": platform.python_version(), "torch": torch.__version__, "results": rows,
-    }, indent=2) + "\n")  # fmt: skip
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "tasks": args.tasks,
+                "samples": args.samples,
+                "cpu_count": os.cpu_count(),
+                "python": platform.python_version(),
+                "torch": torch.__version__,
+                "results": rows,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {RESULTS.relative_to(ROOT)}")
 
 

@@ -46,9 +46,15 @@ def main() -> None:
     torch.set_num_threads(1)  # as the agents generate the tiny model
     context_max = max(args.contexts) + args.steps + 8
     config = LlamaConfig(
-        vocab_size=args.vocab, hidden_size=128, intermediate_size=344, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=4, max_position_embeddings=context_max, tie_word_embeddings=True,
-    )  # fmt: skip
+        vocab_size=args.vocab,
+        hidden_size=128,
+        intermediate_size=344,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=context_max,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).eval()
     rows = []
@@ -59,19 +65,28 @@ def main() -> None:
         reserved_s, reserved = run(model, prompts, args.steps, context_max)
         with mock.patch.object(backend, "ReservedLayer", lambda capacity: DynamicLayer()):
             dynamic_s, dynamic = run(model, prompts, args.steps, context_max)
-        rows.append({
-            "rows": args.rows, "prompt_tokens": context, "steps": args.steps,
-            "dynamic_ms_per_step": 1000 * dynamic_s / args.steps, "reserved_ms_per_step": 1000 * reserved_s / args.steps,
-            "speedup": dynamic_s / reserved_s, "same_tokens": reserved == dynamic,
-        })  # fmt: skip
+        rows.append(
+            {
+                "rows": args.rows,
+                "prompt_tokens": context,
+                "steps": args.steps,
+                "dynamic_ms_per_step": 1000 * dynamic_s / args.steps,
+                "reserved_ms_per_step": 1000 * reserved_s / args.steps,
+                "speedup": dynamic_s / reserved_s,
+                "same_tokens": reserved == dynamic,
+            }
+        )
     table = Table(title=f"decoding step, {args.rows} rows, tiny Llama (vocab {args.vocab}), 1 thread")
     for column in ("prompt tokens", "DynamicCache ms/step", "reserved ms/step", "speedup", "same tokens"):
         table.add_column(column, justify="right")
     for r in rows:
         table.add_row(
-            str(r["prompt_tokens"]), f"{r['dynamic_ms_per_step']:.0f}", f"{r['reserved_ms_per_step']:.0f}",
-            f"{r['speedup']:.2f}x", str(r["same_tokens"]),
-        )  # fmt: skip
+            str(r["prompt_tokens"]),
+            f"{r['dynamic_ms_per_step']:.0f}",
+            f"{r['reserved_ms_per_step']:.0f}",
+            f"{r['speedup']:.2f}x",
+            str(r["same_tokens"]),
+        )
     Console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "rows": rows}, indent=2))

@@ -63,8 +63,9 @@ def import_once(path: Path, sandbox: bool) -> dict:
     from sweetflow.rollout.offline import import_rollout
 
     params = load_params(ROOT / "params.yaml")
-    rollout = params.rollout.model_copy(update={"source": "import", "import_reward": "sandbox" if sandbox else "file",
-                                                "max_tasks": None})  # fmt: skip
+    rollout = params.rollout.model_copy(
+        update={"source": "import", "import_reward": "sandbox" if sandbox else "file", "max_tasks": None}
+    )
     params = params.model_copy(update={"rollout": rollout})
     tasks = read_backend_jsonl(ROWS)
     if sandbox:
@@ -75,8 +76,13 @@ def import_once(path: Path, sandbox: bool) -> dict:
         metrics = import_rollout(path, tasks, [], "backend", params, Path(out) / "trajectories.parquet")
         size = (Path(out) / "trajectories.parquet").stat().st_size
     seconds = time.perf_counter() - start
-    return {"lines": metrics["count"], "seconds": round(seconds, 2), "lines_per_s": round(metrics["count"] / seconds, 1),
-            "parquet_mb": round(size / 2**20, 1), "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}  # fmt: skip
+    return {
+        "lines": metrics["count"],
+        "seconds": round(seconds, 2),
+        "lines_per_s": round(metrics["count"] / seconds, 1),
+        "parquet_mb": round(size / 2**20, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
 
 
 def main() -> None:
@@ -98,8 +104,15 @@ def main() -> None:
             results.append(
                 {"file_mb": round(path.stat().st_size / 2**20, 1), **json.loads(child.stdout.splitlines()[-1])}
             )
-    table = Table("lines", "file (MB)", "parquet (MB)", "seconds", "lines/s", "peak RSS (MB)",
-                  title=f"offline import ({'rescored in the sandbox' if args.sandbox else 'file rewards kept'})")  # fmt: skip
+    table = Table(
+        "lines",
+        "file (MB)",
+        "parquet (MB)",
+        "seconds",
+        "lines/s",
+        "peak RSS (MB)",
+        title=f"offline import ({'rescored in the sandbox' if args.sandbox else 'file rewards kept'})",
+    )
     for r in results:
         table.add_row(*(str(r[k]) for k in ("lines", "file_mb", "parquet_mb", "seconds", "lines_per_s", "peak_rss_mb")))
     Console().print(table)

@@ -56,9 +56,15 @@ def child(kind: str, setting: str, steps: int, threads: int, rows: int) -> None:
     from sweetflow.agents.transformers import sample
 
     config = LlamaConfig(
-        vocab_size=2048, hidden_size=128, intermediate_size=344, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=4, max_position_embeddings=1024, tie_word_embeddings=True,
-    )  # fmt: skip
+        vocab_size=2048,
+        hidden_size=128,
+        intermediate_size=344,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=1024,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(0)
     torch.set_num_threads(threads)
     model = LlamaForCausalLM(config)
@@ -72,8 +78,10 @@ def child(kind: str, setting: str, steps: int, threads: int, rows: int) -> None:
             optimizer.zero_grad()
     else:
         model.eval()
-        prompts = [torch.randint(8, 2048, (300 - i % 32,), generator=torch.Generator().manual_seed(i)).tolist()
-                   for i in range(rows)]  # fmt: skip
+        prompts = [
+            torch.randint(8, 2048, (300 - i % 32,), generator=torch.Generator().manual_seed(i)).tolist()
+            for i in range(rows)
+        ]
 
         def work() -> None:
             generators = [torch.Generator().manual_seed(i) for i in range(len(prompts))]
@@ -89,10 +97,26 @@ def child(kind: str, setting: str, steps: int, threads: int, rows: int) -> None:
 def measure(kind: str, setting: str, args: argparse.Namespace) -> float:
     env = {**os.environ, **SETTINGS[setting]}
     out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, "--setting", setting, "--steps", str(args.steps), "--threads",
-         str(args.threads), "--rows", str(args.rows)],
-        cwd=ROOT, capture_output=True, text=True, check=True, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            kind,
+            "--setting",
+            setting,
+            "--steps",
+            str(args.steps),
+            "--threads",
+            str(args.threads),
+            "--rows",
+            str(args.rows),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])["s"]
 
 
@@ -129,12 +153,18 @@ def main() -> None:
                 times[setting].append(measure(kind, setting, args))
         median = {setting: statistics.median(t) for setting, t in times.items()}
         ratio[kind] = median["portable"] / median["native"]
-        rows.append({
-            "work": f"{args.steps} training steps" if kind == "train" else f"{args.rows} rows x 64 tokens after 300",
-            "threads": args.threads,
-            **{f"{setting} s": median[setting] for setting in SETTINGS},
-            "portable / native": ratio[kind], "times": times, "rounds": args.rounds,
-        })  # fmt: skip
+        rows.append(
+            {
+                "work": f"{args.steps} training steps"
+                if kind == "train"
+                else f"{args.rows} rows x 64 tokens after 300",
+                "threads": args.threads,
+                **{f"{setting} s": median[setting] for setting in SETTINGS},
+                "portable / native": ratio[kind],
+                "times": times,
+                "rounds": args.rounds,
+            }
+        )
     table = Table(title="backend's tiny Llama: kernel settings (medians of fresh processes)")
     for column in ("work", *(f"{s} s" for s in SETTINGS), "portable / native"):
         table.add_column(column, justify="right")
@@ -143,11 +173,16 @@ def main() -> None:
     Console().print(table)
     total = whole_run(ratio, args.runs)
     if total["ratio"] is not None:
-        print(f"default run ({args.runs}): {total['native_s']:.0f} s of stages native -> ~{total['portable_s']:.0f} s "
-              f"portable, {total['ratio']:.2f}x (upper bound)")  # fmt: skip
+        print(
+            f"default run ({args.runs}): {total['native_s']:.0f} s of stages native -> ~{total['portable_s']:.0f} s "
+            f"portable, {total['ratio']:.2f}x (upper bound)"
+        )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "rows": rows,
-                                   "default_run": total}, indent=2))  # fmt: skip
+    RESULTS.write_text(
+        json.dumps(
+            {"machine": platform.processor() or platform.machine(), "rows": rows, "default_run": total}, indent=2
+        )
+    )
 
 
 if __name__ == "__main__":

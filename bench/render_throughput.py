@@ -50,8 +50,12 @@ REUSED_TABS_REV = "003b80c"
 
 def earlier_render(rev: str) -> ModuleType:
     """sweetflow/frontend/render.py as it was at `rev`, as a module of its own."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:sweetflow/frontend/render.py"],
-                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:sweetflow/frontend/render.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     name = f"render_at_{rev}"
     module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader=None))
     sys.modules[name] = module  # dataclasses look their module up
@@ -82,13 +86,16 @@ def digest(shot: bytes | None) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=2, help="times the rows are repeated for the pools (default: 2)")
-    parser.add_argument("--fresh-pages", type=int, default=30,
-                        help="pages rendered with a fresh browser each; 0: none (default: 30)")  # fmt: skip
+    parser.add_argument(
+        "--fresh-pages", type=int, default=30, help="pages rendered with a fresh browser each; 0: none (default: 30)"
+    )
     parser.add_argument("--rows", type=Path, default=DEFAULT_ROWS, help="ColBench frontend JSONL")
-    parser.add_argument("--pairs", type=int, default=3,
-                        help="alternating runs of this pool and the earlier one (default: 3)")  # fmt: skip
-    parser.add_argument("--baseline-rev", default=REUSED_TABS_REV,
-                        help=f"commit of the earlier pool (default: {REUSED_TABS_REV})")  # fmt: skip
+    parser.add_argument(
+        "--pairs", type=int, default=3, help="alternating runs of this pool and the earlier one (default: 3)"
+    )
+    parser.add_argument(
+        "--baseline-rev", default=REUSED_TABS_REV, help=f"commit of the earlier pool (default: {REUSED_TABS_REV})"
+    )
     args = parser.parse_args(argv)
     console = Console()
     if not args.rows.exists():
@@ -103,9 +110,17 @@ def main(argv: list[str] | None = None) -> int:
     def record(name: str, pages: int, seconds: float, rendered: list[bytes | None]) -> None:
         n = len(rendered)
         shots[(name, pages)] = [digest(s) for s in rendered[: len(rows)]]
-        results.append({"method": name, "pages": pages, "runs": 1, "rendered": n,
-                        "failures": sum(s is None for s in rendered), "seconds": seconds,
-                        "pages_per_s": n / seconds})  # fmt: skip
+        results.append(
+            {
+                "method": name,
+                "pages": pages,
+                "runs": 1,
+                "rendered": n,
+                "failures": sum(s is None for s in rendered),
+                "seconds": seconds,
+                "pages_per_s": n / seconds,
+            }
+        )
 
     # (a) against (b), 2 pages each, alternating; which one goes first alternates too.
     earlier = earlier_render(args.baseline_rev).RenderPool
@@ -121,11 +136,23 @@ def main(argv: list[str] | None = None) -> int:
     ratios = [b / a for a, b in zip(times["pool"], times["earlier"])]  # pages/s of this pool over the earlier's
     for name, label in (("pool", "pool"), ("earlier", f"pool at {args.baseline_rev}")):
         median = statistics.median(times[name])
-        results.append({"method": label, "pages": 2, "runs": args.pairs, "rendered": len(pool_pages),
-                        "failures": failures[name], "seconds": median, "pages_per_s": len(pool_pages) / median,
-                        "seconds_each": times[name]})  # fmt: skip
-    paired = {"baseline_rev": args.baseline_rev, "ratios_to_baseline": ratios,
-              "median_ratio_to_baseline": statistics.median(ratios)}  # fmt: skip
+        results.append(
+            {
+                "method": label,
+                "pages": 2,
+                "runs": args.pairs,
+                "rendered": len(pool_pages),
+                "failures": failures[name],
+                "seconds": median,
+                "pages_per_s": len(pool_pages) / median,
+                "seconds_each": times[name],
+            }
+        )
+    paired = {
+        "baseline_rev": args.baseline_rev,
+        "ratios_to_baseline": ratios,
+        "median_ratio_to_baseline": statistics.median(ratios),
+    }
     seconds, rendered = pooled(pool_pages, 1)
     record("pool", 1, seconds, rendered)
     if args.fresh_pages:
@@ -135,19 +162,30 @@ def main(argv: list[str] | None = None) -> int:
         for r in results:
             r["ratio_to_fresh"] = r["pages_per_s"] / fresh_rate
 
-    table = Table(title=f"Frontend rendering throughput: {len(rows)} ColBench pages (pools: x {args.repeat}); "
-                        f"medians of {args.pairs} alternating pairs")  # fmt: skip
+    table = Table(
+        title=f"Frontend rendering throughput: {len(rows)} ColBench pages (pools: x {args.repeat}); "
+        f"medians of {args.pairs} alternating pairs"
+    )
     for column in ("method", "pages", "runs", "shots", "failed", "s", "pages/s", "x fresh"):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
     for r in results:
         fresh = f"{r['ratio_to_fresh']:.2f}" if "ratio_to_fresh" in r else "-"
-        table.add_row(r["method"], str(r["pages"]), str(r["runs"]), str(r["rendered"]), str(r["failures"]),
-                      f"{r['seconds']:.1f}",
-                      f"{r['pages_per_s']:.2f}", fresh)  # fmt: skip
+        table.add_row(
+            r["method"],
+            str(r["pages"]),
+            str(r["runs"]),
+            str(r["rendered"]),
+            str(r["failures"]),
+            f"{r['seconds']:.1f}",
+            f"{r['pages_per_s']:.2f}",
+            fresh,
+        )
     console.print(table)
     each = ", ".join(f"{x:.2f}" for x in ratios)
-    console.print(f"this pool / pool at {args.baseline_rev}, pages/s, per pair: {each}; "
-                  f"median {paired['median_ratio_to_baseline']:.2f}")  # fmt: skip
+    console.print(
+        f"this pool / pool at {args.baseline_rev}, pages/s, per pair: {each}; "
+        f"median {paired['median_ratio_to_baseline']:.2f}"
+    )
     # The same page must give the same PNG whichever browser or pool page rendered it.
     reference = shots[("pool", 2)]
     agree = all(digests == reference[: len(digests)] for digests in shots.values())

@@ -57,13 +57,14 @@ def one_run(tree: Path, rows: Path, repeat: int, workers: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--against", type=Path, required=True, help="the other tree (a checkout of main)")
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the tree under test (default: this checkout)")
     parser.add_argument("--rounds", type=int, default=5, help="paired rounds (default: 5)")
     parser.add_argument("--repeat", type=int, default=5, help="times each row is repeated (default: 5)")
     parser.add_argument("--rows", type=Path, default=DEFAULT_ROWS, help="ColBench backend JSONL")
     parser.add_argument("--workers", type=int, default=0, help="sandbox workers; 0: one per core")
     args = parser.parse_args(argv)
     console = Console()
-    trees = {"this tree": ROOT, "against": args.against.resolve()}
+    trees = {"this tree": args.tree.resolve(), "against": args.against.resolve()}
     n = sum(1 for line in args.rows.open() if line.strip()) * args.repeat
     runs: dict[str, list[dict]] = {name: [] for name in trees}
     for i in range(args.rounds):
@@ -73,10 +74,15 @@ def main(argv: list[str] | None = None) -> int:
         times = ", ".join(f"{k} {runs[k][-1]['seconds']:.2f} s" for k in trees)
         console.print(f"round {i + 1}/{args.rounds}: {times}")
     ratios = [a["seconds"] / b["seconds"] for a, b in zip(runs["this tree"], runs["against"])]
-    summary = {name: {"median_seconds": statistics.median(r["seconds"] for r in rs),
-                      "jobs_per_s": n / statistics.median(r["seconds"] for r in rs),
-                      "seconds": [r["seconds"] for r in rs], "ok_jobs": rs[0]["ok"]}
-               for name, rs in runs.items()}  # fmt: skip
+    summary = {
+        name: {
+            "median_seconds": statistics.median(r["seconds"] for r in rs),
+            "jobs_per_s": n / statistics.median(r["seconds"] for r in rs),
+            "seconds": [r["seconds"] for r in rs],
+            "ok_jobs": rs[0]["ok"],
+        }
+        for name, rs in runs.items()
+    }
     agree = len({r["outputs"] for rs in runs.values() for r in rs}) == 1
 
     table = Table(title=f"Sandbox throughput: {n} jobs, {args.rounds} paired rounds")
@@ -90,13 +96,22 @@ def main(argv: list[str] | None = None) -> int:
     console.print("outputs agree" if agree else "[red]outputs DISAGREE[/]")
 
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    report = {"rows": str(args.rows), "jobs": n, "rounds": args.rounds, "workers": args.workers,
-              "cpu_count": os.cpu_count(), "python": sys.version.split()[0], "platform": platform.platform(),
-              "trees": {k: str(v) for k, v in trees.items()}, "summary": summary,
-              "time_ratios": ratios, "median_time_ratio": statistics.median(ratios),
-              "outputs_agree": agree}  # fmt: skip
+    report = {
+        "rows": str(args.rows),
+        "jobs": n,
+        "rounds": args.rounds,
+        "workers": args.workers,
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "trees": {k: str(v) for k, v in trees.items()},
+        "summary": summary,
+        "time_ratios": ratios,
+        "median_time_ratio": statistics.median(ratios),
+        "outputs_agree": agree,
+    }
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    console.print(f"wrote {RESULTS.relative_to(ROOT)}")
+    console.print(f"wrote {RESULTS}")
     return 0 if agree else 1
 
 

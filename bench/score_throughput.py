@@ -181,9 +181,13 @@ def main(argv: list[str] | None = None) -> int:
         return [i for i in rows if len({run[i] for run in outcomes[a] + outcomes[b]}) > 1]
 
     differ = {name: disagree(name, "anchor", comparable) for name in ("stored", "rerun")}
-    stored_vs_rerun = disagree("stored", "rerun", [i for i in range(n) if all_tasks[i]["task_id"] not in nondeterministic])
-    table = Table(title=f"Backend scoring: {n} trajectories ({len(rows)} rows x {args.repeat}), {workers} workers, "
-                        f"medians of {args.runs} alternating runs")  # fmt: skip
+    stored_vs_rerun = disagree(
+        "stored", "rerun", [i for i in range(n) if all_tasks[i]["task_id"] not in nondeterministic]
+    )
+    table = Table(
+        title=f"Backend scoring: {n} trajectories ({len(rows)} rows x {args.repeat}), {workers} workers, "
+        f"medians of {args.runs} alternating runs"
+    )
     for column in ("scorer", "median s", "traj/s", "success", "x anchor (paired median)"):
         table.add_column(column, justify="left" if column == "scorer" else "right", no_wrap=True)
     for name in scorers:
@@ -191,15 +195,19 @@ def main(argv: list[str] | None = None) -> int:
         rate = statistics.median(sum(run) / n for run in outcomes[name])
         table.add_row(labels[name], f"{median:.2f}", f"{n / median:.0f}", f"{rate:.1%}", f"{ratios[name]:.2f}")
     console.print(table)
-    console.print(f"reference outputs made once (tasks stage, untimed): {made_s:.2f} s for {len(distinct)} tasks; "
-                  f"counted apart: {len(nondeterministic)} nondeterministic references, {len(nan_inside)} with a NaN "
-                  "inside an output")  # fmt: skip
+    console.print(
+        f"reference outputs made once (tasks stage, untimed): {made_s:.2f} s for {len(distinct)} tasks; "
+        f"counted apart: {len(nondeterministic)} nondeterministic references, {len(nan_inside)} with a NaN "
+        "inside an output"
+    )
     agree = not stored_vs_rerun and not differ["stored"] and not differ["rerun"]
     for name, rows_differing in differ.items():
         for i in rows_differing[:5]:
             console.print(f"  [red]{labels[name]} and the anchor differ on row {i + 1}[/] ({all_tasks[i]['task_id']})")
     console.print(
-        "outcomes agree row by row" if agree else f"[red]outcomes DIFFER[/]: stored vs rerun on {len(stored_vs_rerun)} "
+        "outcomes agree row by row"
+        if agree
+        else f"[red]outcomes DIFFER[/]: stored vs rerun on {len(stored_vs_rerun)} "
         f"rows, against the anchor on {len(differ['stored'])} / {len(differ['rerun'])} comparable rows"
     )
 
@@ -219,10 +227,15 @@ def main(argv: list[str] | None = None) -> int:
         "outcomes_agree": agree,
         "rows_differing": {"stored_vs_rerun": stored_vs_rerun, **{f"{k}_vs_anchor": v for k, v in differ.items()}},
         "results": [
-            {"scorer": labels[name], "seconds": seconds[name], "median_s": statistics.median(seconds[name]),
-             "success_rates": [sum(run) / n for run in outcomes[name]], "ratio_to_anchor": ratios[name]}
+            {
+                "scorer": labels[name],
+                "seconds": seconds[name],
+                "median_s": statistics.median(seconds[name]),
+                "success_rates": [sum(run) / n for run in outcomes[name]],
+                "ratio_to_anchor": ratios[name],
+            }
             for name in scorers
-        ],  # fmt: skip
+        ],
     }
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")
     console.print(f"wrote {RESULTS.relative_to(ROOT)}")

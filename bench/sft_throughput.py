@@ -49,9 +49,12 @@ RESULTS = ROOT / "bench" / "results" / "sft_throughput.json"
 def plain_torch_loop(model, examples, p: ModelParams, precision: str, pad_id: int) -> tuple[int, float]:
     """The baseline: what train_sft does per step, written directly against torch."""
     loader = DataLoader(
-        examples, batch_size=p.batch_size, shuffle=True, generator=torch.Generator().manual_seed(p.seed),
+        examples,
+        batch_size=p.batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(p.seed),
         collate_fn=lambda batch: collate(batch, pad_id),
-    )  # fmt: skip
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=p.learning_rate, betas=(0.9, 0.95), weight_decay=0.0)
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
     model.train()
@@ -105,9 +108,15 @@ def main(argv: list[str] | None = None) -> int:
                     run = TrainRun(trainer=p, engine=engine, log_dir=Path(tmp) / "live", name="sft")
                     fitted = train_sft(model, examples, [], run=run, pad_id=tokenizer.pad_token_id)
                 loop = "train_sft, grouped" if grouped else "train_sft, shuffled"
-                results.append({**row, "loop": loop, "tokens": fitted.summary["train_tokens"],
-                                "seconds": fitted.run["train_seconds"],
-                                "loss": fitted.summary["train_loss_last_epoch"]})  # fmt: skip
+                results.append(
+                    {
+                        **row,
+                        "loop": loop,
+                        "tokens": fitted.summary["train_tokens"],
+                        "seconds": fitted.run["train_seconds"],
+                        "loss": fitted.summary["train_loss_last_epoch"],
+                    }
+                )
             model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
             tokens, seconds = plain_torch_loop(model, examples, p, precision, tokenizer.pad_token_id)
             results.append({**row, "loop": "plain torch", "tokens": tokens, "seconds": seconds, "loss": None})
@@ -127,9 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     for column in ("loop", "threads", "precision", "seconds", "tokens/s", "x plain torch", "epoch loss"):
         table.add_column(column, justify="left" if column == "loop" else "right", no_wrap=True)
     for r in results:
-        table.add_row(r["loop"], str(r["threads"]), r["precision"], f"{r['seconds']:.1f}",
-                      f"{r['tokens_per_s']:.0f}", f"{r['ratio_to_baseline']:.2f}",
-                      "" if r["loss"] is None else f"{r['loss']:.4f}")  # fmt: skip
+        table.add_row(
+            r["loop"],
+            str(r["threads"]),
+            r["precision"],
+            f"{r['seconds']:.1f}",
+            f"{r['tokens_per_s']:.0f}",
+            f"{r['ratio_to_baseline']:.2f}",
+            "" if r["loss"] is None else f"{r['loss']:.4f}",
+        )
     console.print(table)
 
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

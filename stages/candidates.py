@@ -2,7 +2,8 @@
 
 `python -m stages.candidates DOMAIN` reads params `candidates`, the domain's training tasks, its
 offline rollouts and the sampling policy's checkpoint (without one: the domain's base model). A `share`
-of the (trajectory, agent turn) states is drawn (`states`: uniformly, or the first trajectories' turns); at each, the policy samples `n` next actions from the dialogue so far, each
+of the (trajectory, agent turn) states is drawn (`states`: uniformly, or the first trajectories'
+turns); at each, the policy samples `n` next actions from the dialogue so far, each
 with its own seed, and reports their log-probs where its backend returns them (the official ranking
 variant subtracts them; `transformers serve` returns none, and they are then null).
 
@@ -37,8 +38,14 @@ def main() -> None:
     trajectories = pl.read_parquet(rollout)
     states = sample_turn_states(trajectories, p.share, p.seed, p.states)
     inputs = [tasks_file, rollout] + ([policy.checkpoint] if policy.checkpoint else [])
-    with stage_output(paths.candidates(domain), stage.name, {"candidates": p}, inputs, p.seed,
-                      paths.stage_metrics(domain, "candidates")) as out:  # fmt: skip
+    with stage_output(
+        paths.candidates(domain),
+        stage.name,
+        {"candidates": p},
+        inputs,
+        p.seed,
+        paths.stage_metrics(domain, "candidates"),
+    ) as out:
         with open_model_agent(policy) as agent:
             candidates, failed = generate_candidates(
                 agent, tasks, trajectories, states, p.n, p.seed, max_turns=stage.params.episodes.max_turns

@@ -77,8 +77,15 @@ def main() -> None:
 
     # Pairs in the critic's view, with the start model's log-probs as the reference.
     read = partial(
-        critic_pairs, model=model, tokenizer=tokenizer, tasks=tasks, trajectories=trajectories, p=p, engine=engine,
-        pad=pad, max_turns=max_turns,
+        critic_pairs,
+        model=model,
+        tokenizer=tokenizer,
+        tasks=tasks,
+        trajectories=trajectories,
+        p=p,
+        engine=engine,
+        pad=pad,
+        max_turns=max_turns,
     )
     train, keys, dropped = read(pairs.filter(~is_held))
     if train is None:
@@ -121,15 +128,28 @@ def main() -> None:
 
 
 def critic_pairs(
-    part: pl.DataFrame, model, tokenizer, tasks: dict[str, dict], trajectories: pl.DataFrame, p: CriticParams,
-    engine: TrainingParams, pad: int, max_turns: int,
+    part: pl.DataFrame,
+    model,
+    tokenizer,
+    tasks: dict[str, dict],
+    trajectories: pl.DataFrame,
+    p: CriticParams,
+    engine: TrainingParams,
+    pad: int,
+    max_turns: int,
 ) -> tuple[ScoredPairs | None, list, int]:
     """The pairs of `part` in the critic's view, one segment per agent turn (or one for all), with
     `model`'s log-probs of their sequences as the reference (None: no pair fits); their keys, and how many
     were too long."""
     scoring = "turns" if p.per_turn else "all"
     data, keys, dropped = trajectory_pair_data(
-        tokenizer, tasks, trajectories, part, p.training_info, scoring, context_length(tokenizer, model.config),
+        tokenizer,
+        tasks,
+        trajectories,
+        part,
+        p.training_info,
+        scoring,
+        context_length(tokenizer, model.config),
         max_turns=max_turns,
     )
     if p.nll_span == "dialogue" and data.sequences:

@@ -42,8 +42,14 @@ def main() -> None:
     picked = pick_extremes(pl.read_parquet(ranked_file), p.states, p.seed)
     episode_tasks, scripts = continuation_tasks(picked, candidates, pl.read_parquet(rollout), tasks)
     progress = checkpoint_path(stage.name, sections, inputs)
-    with stage_output(paths.critic_check(domain, name), stage.name, sections, inputs, p.seed,
-                      paths.stage_metrics(domain, "critic_check", name)) as out:  # fmt: skip
+    with stage_output(
+        paths.critic_check(domain, name),
+        stage.name,
+        sections,
+        inputs,
+        p.seed,
+        paths.stage_metrics(domain, "critic_check", name),
+    ) as out:
         with get_domain(domain).open_agent(policy) as model:
             agent = ReplayAgent(scripts, model)
             outcomes = collect(episode_tasks, agent, params, domain, p.rollouts, p.seed, progress, stage.name)

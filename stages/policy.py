@@ -59,15 +59,24 @@ def main() -> None:
         examples, cut = encode_chats(tokenizer, chats, max_length)
         if not examples:
             raise InputError(f"{rollout}: no trajectory reaches reward {min_reward}: nothing for RFT to imitate")
-        data = {"train_dialogues": len(examples), "dialogues_cut": cut,
-                "train_tokens_per_epoch": sum(len(e.input_ids) for e in examples)}  # fmt: skip
+        data = {
+            "train_dialogues": len(examples),
+            "dialogues_cut": cut,
+            "train_tokens_per_epoch": sum(len(e.input_ids) for e in examples),
+        }
         pairs = None
     else:
         if p.method == "mtdpo":
             pairs_file = f"{paths.trajectory_pairs(domain)}/pairs.parquet"
             inputs.append(pairs_file)
             pair_data, _, dropped = trajectory_pair_data(
-                tokenizer, tasks, trajectories, pl.read_parquet(pairs_file), False, "all", max_length,
+                tokenizer,
+                tasks,
+                trajectories,
+                pl.read_parquet(pairs_file),
+                False,
+                "all",
+                max_length,
                 max_turns=max_turns,
             )
         else:
@@ -75,8 +84,13 @@ def main() -> None:
             step_file = f"{paths.step_pairs(domain, p.critic)}/pairs.parquet"
             inputs += [candidates_file, step_file]
             pair_data, dropped = step_pair_data(
-                tokenizer, tasks, trajectories, pl.read_parquet(candidates_file), pl.read_parquet(step_file),
-                max_length, max_turns=max_turns,
+                tokenizer,
+                tasks,
+                trajectories,
+                pl.read_parquet(candidates_file),
+                pl.read_parquet(step_file),
+                max_length,
+                max_turns=max_turns,
             )
         if not pair_data.pairs:
             raise InputError(f"{inputs[-1]}: no preference pair to train on")
@@ -94,9 +108,10 @@ def main() -> None:
 
     summaries, runs = {}, {}
     sections = {f"policies.{name}": p, "seeds": params.seeds, "training": engine}
-    with live_report(paths.stage_report(domain, "policies", name)) as live, stage_output(
-        paths.policy(domain, name), stage.name, sections, inputs, p.seed
-    ) as out:  # fmt: skip
+    with (
+        live_report(paths.stage_report(domain, "policies", name)) as live,
+        stage_output(paths.policy(domain, name), stage.name, sections, inputs, p.seed) as out,
+    ):
         for seed in params.seeds:
             trainer = p.model_copy(update={"seed": p.seed + seed})
             model, _ = load_checkpoint(base_dir)

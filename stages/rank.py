@@ -41,22 +41,28 @@ def main() -> None:
     if p.baseline == "sampling" and candidates["logprob_mean"].null_count():
         raise InputError(
             f"params.yaml: rank.baseline: 'sampling' subtracts the sampling policy's log-probs, and "
-            f"{candidates['logprob_mean'].null_count():,} candidates in {candidates_file} have none (candidates.policy's "
+            f"{candidates['logprob_mean'].null_count():,} candidates in {candidates_file} have none (candidates.policy's "  # noqa: E501
             "server returned none, as `transformers serve` does); use baseline 'reference', or sample with "
             "'transformers' or a vLLM server"
         )
     critic, tokenizer = load_checkpoint(critic_dir)
     sequences = candidate_sequences(
-        tokenizer, tasks, pl.read_parquet(rollout), candidates, critic_params.training_info,
-        context_length(tokenizer, critic.config), max_turns=stage.params.episodes.max_turns,
-    )  # fmt: skip
+        tokenizer,
+        tasks,
+        pl.read_parquet(rollout),
+        candidates,
+        critic_params.training_info,
+        context_length(tokenizer, critic.config),
+        max_turns=stage.params.episodes.max_turns,
+    )
     fits = [s is not None for s in sequences]
     kept = candidates.filter(pl.Series(fits, dtype=pl.Boolean))
     kept_sequences = [s for s in sequences if s is not None]
     sections = {"rank": p, f"critics.{name}": critic_params}
     inputs = [tasks_file, rollout, candidates_file, critic_dir] + ([base] if p.baseline == "reference" else [])
-    with stage_output(paths.ranked(domain, name), stage.name, sections, inputs,
-                      metrics=paths.stage_metrics(domain, "ranked", name)) as out:  # fmt: skip
+    with stage_output(
+        paths.ranked(domain, name), stage.name, sections, inputs, metrics=paths.stage_metrics(domain, "ranked", name)
+    ) as out:
         mine = reference_segment_logps(critic, kept_sequences, p.batch_size, pad_id(tokenizer))
         critic_mean = (mine.sums[:, 0] / mine.counts[:, 0].clamp(min=1)).tolist()
         if p.baseline == "reference":
@@ -65,10 +71,14 @@ def main() -> None:
             baseline = (ref.sums[:, 0] / ref.counts[:, 0].clamp(min=1)).tolist()
         else:
             baseline = kept["logprob_mean"].to_list()
-        ranked = kept.select("state_id", "candidate").with_columns(
-            critic_logp_mean=pl.Series(critic_mean, dtype=pl.Float64),
-            baseline_logp_mean=pl.Series(baseline, dtype=pl.Float64),
-        ).with_columns(score=pl.col("critic_logp_mean") - pl.col("baseline_logp_mean"))
+        ranked = (
+            kept.select("state_id", "candidate")
+            .with_columns(
+                critic_logp_mean=pl.Series(critic_mean, dtype=pl.Float64),
+                baseline_logp_mean=pl.Series(baseline, dtype=pl.Float64),
+            )
+            .with_columns(score=pl.col("critic_logp_mean") - pl.col("baseline_logp_mean"))
+        )
         ranked.write_parquet(out.dir / "candidates.parquet")
         spread = ranked.group_by("state_id").agg(pl.col("score").std())["score"]
         out.metrics.update(

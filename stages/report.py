@@ -35,13 +35,18 @@ def main() -> None:
     params = load_params()
     reproducibility.pin(params.reproducibility)  # as every stage: its manifest records the mode it ran in
     results = [
-        read_domain(REPORTS, Path(paths.evaluations(d)), d, d in params.train_domains, Path(paths.task_table(d, "test")))
+        read_domain(
+            REPORTS, Path(paths.evaluations(d)), d, d in params.train_domains, Path(paths.task_table(d, "test"))
+        )
         for d in DOMAINS
     ]
     panels = [p for d in DOMAINS for p in find_curves(REPORTS / d / "stages", f"{d}: ")]
     inputs = [p for d in DOMAINS for p in (REPORTS / d, DATA / d) if p.exists()]
-    sections = {"seeds": params.seeds, "train_domains": params.train_domains,
-                "frontend.scoring": params.frontend.scoring}  # fmt: skip
+    sections = {
+        "seeds": params.seeds,
+        "train_domains": params.train_domains,
+        "frontend.scoring": params.frontend.scoring,
+    }
     with stage_output(SUMMARY, "report", sections, inputs) as out:
         (out.dir / "results.md").write_text(render_markdown(results, params.seeds, plots="."))
         write_json(out.dir / "results.json", results_data(results, params.seeds))
@@ -51,8 +56,10 @@ def main() -> None:
             write_method_table(r, out.dir / f"methods-{r.domain}.csv")
         # The summary's run record is written last (its `with` closes after this one's).
         with stage_output(SITE, "report", sections, inputs) as site:
-            plots = [(out.dir / "methods.png", "The headline metrics per method (mean ± std over seeds)"),
-                     (out.dir / "training_curves.png", "Training loss per run; a line per seed for the policies")]
+            plots = [
+                (out.dir / "methods.png", "The headline metrics per method (mean ± std over seeds)"),
+                (out.dir / "training_curves.png", "Training loss per run; a line per seed for the policies"),
+            ]
             write_run_site(site.dir, results, plots, params, DATA)
     # The same text at the top of reports/; its image links point into summary/.
     markdown = render_markdown(results, params.seeds, plots=SUMMARY.name)

@@ -31,11 +31,18 @@ def import_stage(stage: Stage) -> dict:
     sections = {"rollout": p, f"agents.{p.agent}": params.agents[p.agent], **episode_sections(params, domain)}
     train, val = paths.task_table(domain, "train"), paths.task_table(domain, "val")
     inputs = [train, val, p.import_file]
-    with stage_output(paths.episodes(domain, "rollout"), stage.name, sections, inputs, None,
-                      paths.stage_metrics(domain, "rollout")) as out:  # fmt: skip
+    with stage_output(
+        paths.episodes(domain, "rollout"), stage.name, sections, inputs, None, paths.stage_metrics(domain, "rollout")
+    ) as out:
         out.metrics.update(
-            import_rollout(p.import_file, read_tasks(domain, "train"), read_tasks(domain, "val"), domain, params,
-                           out.dir / "trajectories.parquet")  # fmt: skip
+            import_rollout(
+                p.import_file,
+                read_tasks(domain, "train"),
+                read_tasks(domain, "val"),
+                domain,
+                params,
+                out.dir / "trajectories.parquet",
+            )
         )
     return out.metrics
 

@@ -35,8 +35,9 @@ def main() -> None:
     table = paths.task_table(domain, "test")
     d = params.domain(domain)
     sections = {f"{domain}.scoring": d.scoring, f"{domain}.tasks.source": d.tasks.source}
-    with stage_output(paths.evaluation(domain, METHOD), stage.name, sections, [table],
-                      metrics=paths.method_metrics(domain, METHOD)) as out:  # fmt: skip
+    with stage_output(
+        paths.evaluation(domain, METHOD), stage.name, sections, [table], metrics=paths.method_metrics(domain, METHOD)
+    ) as out:
         with get_domain(domain).open(params) as runtime:
             scores = runtime.score(tasks, [t["ground_truth"] for t in tasks])
         frame = pl.DataFrame(

@@ -31,8 +31,14 @@ def main() -> None:
     d = stage.params.domain(stage.domain)
     built = BUILDERS[stage.domain](stage.params)
     sections = {f"{stage.domain}.tasks": d.tasks, f"{stage.domain}.scoring": d.scoring}
-    with stage_output(paths.tasks(stage.domain), stage.name, sections, built.inputs, d.tasks.seed,
-                      paths.stage_metrics(stage.domain, "tasks")) as out:  # fmt: skip
+    with stage_output(
+        paths.tasks(stage.domain),
+        stage.name,
+        sections,
+        built.inputs,
+        d.tasks.seed,
+        paths.stage_metrics(stage.domain, "tasks"),
+    ) as out:
         for split, table in built.splits.items():
             table.write_parquet(out.dir / f"{split}.parquet")
         out.metrics.update(built.metrics)

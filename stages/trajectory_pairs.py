@@ -26,8 +26,13 @@ def main() -> None:
     domain, p = stage.domain, stage.params.pairs
     rollout = paths.trajectories(domain, "rollout")
     trajectories = pl.read_parquet(rollout)
-    with stage_output(paths.trajectory_pairs(domain), stage.name, {"pairs": p}, [rollout],
-                      metrics=paths.stage_metrics(domain, "trajectory_pairs")) as out:  # fmt: skip
+    with stage_output(
+        paths.trajectory_pairs(domain),
+        stage.name,
+        {"pairs": p},
+        [rollout],
+        metrics=paths.stage_metrics(domain, "trajectory_pairs"),
+    ) as out:
         pairs = trajectory_pairs(trajectories, p.success_reward, p.min_gap)
         pairs.write_parquet(out.dir / "pairs.parquet")
         out.metrics.update(

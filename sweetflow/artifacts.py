@@ -28,11 +28,11 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Iterator
 
 import psutil
 from pydantic import BaseModel
@@ -87,7 +87,9 @@ def code_version() -> dict:
         return out.stdout.strip() if out.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", *(f":(exclude){p}" for p in PIPELINE_WRITES))
+    status = git(
+        "status", "--porcelain", "--untracked-files=no", "--", ".", *(f":(exclude){p}" for p in PIPELINE_WRITES)
+    )
     return {"git_commit": commit, "dirty": bool(status) if status is not None else None}
 
 
@@ -219,8 +221,10 @@ def stage_output(
             "output_hash": content_hash(tmp),
             "metrics": metrics_files,
             # Every stage's floats depend on which kernels ran: params `reproducibility`, as it ran.
-            "params": {**{section: _plain(value) for section, value in params.items()},
-                       "reproducibility": reproducibility.active()["mode"]},  # fmt: skip
+            "params": {
+                **{section: _plain(value) for section, value in params.items()},
+                "reproducibility": reproducibility.active()["mode"],
+            },
             "inputs": input_hashes,
             "seed": seed,
             **({"served": result.served} if result.served else {}),
@@ -231,16 +235,19 @@ def stage_output(
         _replace_dir(tmp, out)
         if metrics is not None:
             os.replace(metrics_tmp, metrics)
-        write_run_record(stage, {
-            "stage": stage,
-            "output": out.as_posix(),
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-            "wall_time_s": round(time.time() - started, 3),
-            "code": code_version(),
-            "packages": package_versions(),
-            "machine": machine(),
-            **result.run,
-        })  # fmt: skip
+        write_run_record(
+            stage,
+            {
+                "stage": stage,
+                "output": out.as_posix(),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+                "wall_time_s": round(time.time() - started, 3),
+                "code": code_version(),
+                "packages": package_versions(),
+                "machine": machine(),
+                **result.run,
+            },
+        )
     except Exception as e:
         if disk_full(e, tmp):  # one line naming the output, not a library's traceback
             raise disk_full_error(out) from None

@@ -162,10 +162,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
             raise InputError(f"{args.params}: policies has no {unknown}; defined: {sorted(policies)}")
         overlay = experiments.set_arguments(experiments.read_overlay(args.overlay, args.params)) if args.overlay else []
         queued = args.action == "queue"
-        names = tuning.launch(args.domain, {name: policies[name].method for name in chosen}, overlay, args.grid == "full",
-                             queued=queued)  # fmt: skip
-        console.print(f"queued {len(names)} experiments; run them with `dvc queue start -j 1`" if queued
-                      else f"ran {len(names)} experiments; `sweetflow tune table --domain {args.domain}` chooses")  # fmt: skip
+        names = tuning.launch(
+            args.domain, {name: policies[name].method for name in chosen}, overlay, args.grid == "full", queued=queued
+        )
+        console.print(
+            f"queued {len(names)} experiments; run them with `dvc queue start -j 1`"
+            if queued
+            else f"ran {len(names)} experiments; `sweetflow tune table --domain {args.domain}` chooses"
+        )
         return 0
     domain = get_domain(args.domain)
     policies = load_params(args.params).policies
@@ -196,58 +200,98 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=Path)
     p.add_argument("--domain", choices=["backend", "frontend"], required=True)
     p.add_argument("--out", type=Path, help="also write per-row scores here (.jsonl or .parquet)")
-    p.add_argument("--params", type=Path, default=Path("params.yaml"),
-                   help="the sandbox's limits and the renderer's settings are those of this file (backend.scoring, "
-                        "frontend.scoring)")  # fmt: skip
+    p.add_argument(
+        "--params",
+        type=Path,
+        default=Path("params.yaml"),
+        help="the sandbox's limits and the renderer's settings are those of this file (backend.scoring, "
+        "frontend.scoring)",
+    )
     p.add_argument(
         "--workers", type=int, default=0, help="backend: sandbox workers; frontend: browser pages (0: as in --params)"
     )
-    p.add_argument("--rules", choices=["params", "official"], default="params",
-                   help="backend: the answer filter and namespace of --params (backend.scoring), or ColBench's "
-                        "evaluator's (filter on, code exec'd inside a function)")  # fmt: skip
-    p.add_argument("--tasks", type=Path, action="append", default=[],
-                   help="backend: a checked task table (data/backend/tasks/test.parquet, repeatable); its tasks' "
-                        "references are not run again, their outputs stored when the tasks were made are used")  # fmt: skip
+    p.add_argument(
+        "--rules",
+        choices=["params", "official"],
+        default="params",
+        help="backend: the answer filter and namespace of --params (backend.scoring), or ColBench's "
+        "evaluator's (filter on, code exec'd inside a function)",
+    )
+    p.add_argument(
+        "--tasks",
+        type=Path,
+        action="append",
+        default=[],
+        help="backend: a checked task table (data/backend/tasks/test.parquet, repeatable); its tasks' "
+        "references are not run again, their outputs stored when the tasks were made are used",
+    )
     p.add_argument("--metric", choices=["pixels", "clip"], default="pixels", help="frontend: similarity metric")
     p.add_argument("--clip-checkpoint", type=Path, help="frontend, metric clip: a local CLIP checkpoint directory")
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser("export-trajectories", help="write trajectories in ColBench's official JSONL shape")
-    p.add_argument("trajectories", type=Path, help="a trajectories.parquet (data/<domain>/rollout, data/<domain>/evaluations/*)")
-    p.add_argument("--tasks", type=Path, required=True, help="the task table they ran on (data/<domain>/tasks/*.parquet)")
+    p.add_argument(
+        "trajectories", type=Path, help="a trajectories.parquet (data/<domain>/rollout, data/<domain>/evaluations/*)"
+    )
+    p.add_argument(
+        "--tasks", type=Path, required=True, help="the task table they ran on (data/<domain>/tasks/*.parquet)"
+    )
     p.add_argument("--out", type=Path, required=True)
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("tune", help="equal-budget tuning on the validation tasks with DVC experiments (see sweetflow/tuning.py)")
-    p.add_argument("action", choices=["queue", "run", "table"],
-                   help="queue: one experiment per configuration, for `dvc queue start`; run: each at once, in the workspace "
-                        "(no temporary copies); table: collect and choose")  # fmt: skip
+    p = sub.add_parser(
+        "tune", help="equal-budget tuning on the validation tasks with DVC experiments (see sweetflow/tuning.py)"
+    )
+    p.add_argument(
+        "action",
+        choices=["queue", "run", "table"],
+        help="queue: one experiment per configuration, for `dvc queue start`; run: each at once, in the workspace "
+        "(no temporary copies); table: collect and choose",
+    )
     p.add_argument("--domain", choices=["backend", "frontend"], default="backend")
     p.add_argument("--policies", nargs="*", help="queue, run: the policies to tune (default: every one in params.yaml)")
-    p.add_argument("--grid", choices=["full", "lr-epochs"], default="full",
-                   help="queue, run: full (the preference methods also over the NLL term) or lr-epochs (4 configurations "
-                        "for every method)")  # fmt: skip
-    p.add_argument("--overlay", type=Path, help="queue, run: an experiment file (configs/experiments/) every configuration runs on")
+    p.add_argument(
+        "--grid",
+        choices=["full", "lr-epochs"],
+        default="full",
+        help="queue, run: full (the preference methods also over the NLL term) or lr-epochs (4 configurations "
+        "for every method)",
+    )
+    p.add_argument(
+        "--overlay", type=Path, help="queue, run: an experiment file (configs/experiments/) every configuration runs on"
+    )
     p.add_argument("--params", type=Path, default=Path("params.yaml"))
     p.add_argument("--out", type=Path, default=Path("reports/tuning"), help="table: where <domain>.md and .json go")
-    p.add_argument("--commits", type=int, default=1,
-                   help="table: read the experiments of the last N commits of HEAD (1: HEAD's own, as `dvc exp show`)")
+    p.add_argument(
+        "--commits",
+        type=int,
+        default=1,
+        help="table: read the experiments of the last N commits of HEAD (1: HEAD's own, as `dvc exp show`)",
+    )
     p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("experiment", help="run a named experiment file (configs/experiments/) as `dvc exp run -S ...`")
-    p.add_argument("file", type=Path, help="a YAML of the params.yaml values it changes; the experiment is named after it")
-    p.add_argument("dvc_args", nargs="*", help="more `dvc exp run` arguments after `--` (e.g. -- --queue, or stage targets)")
+    p.add_argument(
+        "file", type=Path, help="a YAML of the params.yaml values it changes; the experiment is named after it"
+    )
+    p.add_argument(
+        "dvc_args", nargs="*", help="more `dvc exp run` arguments after `--` (e.g. -- --queue, or stage targets)"
+    )
     p.add_argument("--print", action="store_true", help="print the command without running it")
     p.add_argument("--params", type=Path, default=Path("params.yaml"), help="the params file the experiment changes")
     p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("view", help="a static site of a trajectories file's dialogues, opened from disk")
     p.add_argument("trajectories", type=Path, help="a trajectories parquet (data/<domain>/evaluations/*, rollout, ...)")
-    p.add_argument("--tasks", type=Path, required=True, help="the task table they ran on (data/<domain>/tasks/*.parquet)")
+    p.add_argument(
+        "--tasks", type=Path, required=True, help="the task table they ran on (data/<domain>/tasks/*.parquet)"
+    )
     p.add_argument("--domain", choices=["backend", "frontend"], required=True)
     p.add_argument("--out", type=Path, required=True, help="the site's directory (index.html goes there)")
     p.add_argument("--name", help="the method's name on the pages (default: the file's directory)")
-    p.add_argument("--params", type=Path, default=Path("params.yaml"), help="frontend: the renderer and similarity of this file")
+    p.add_argument(
+        "--params", type=Path, default=Path("params.yaml"), help="frontend: the renderer and similarity of this file"
+    )
     p.set_defaults(func=cmd_view)
 
     p = sub.add_parser("import-trajectories", help="read official trajectory JSONL (e.g. the offline data set)")

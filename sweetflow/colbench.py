@@ -39,7 +39,12 @@ def export_official(trajectories: pl.DataFrame, tasks: pl.DataFrame, path: Path 
                 if turn["role"] == AGENT:
                     entry.update(input=turn["prompt"], output=turn["raw"])
                 dialogue.append(entry)
-            row = {"task": to_official_row(task), "dialogue_history": dialogue, "answer": traj["answer"], "reward": traj["reward"]}
+            row = {
+                "task": to_official_row(task),
+                "dialogue_history": dialogue,
+                "answer": traj["answer"],
+                "reward": traj["reward"],
+            }
             fh.write(json.dumps(row) + "\n")
             n += 1
     return n

@@ -5,8 +5,8 @@ from __future__ import annotations
 import errno
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from sweetflow.secrets import redact
 

@@ -26,7 +26,7 @@ class Node:
     path: str
     manifest: dict | None  # None for a root input (a source or data file no stage produced)
     problems: list[str] = field(default_factory=list)
-    parents: list["Node"] = field(default_factory=list)
+    parents: list[Node] = field(default_factory=list)
 
     def all_problems(self) -> list[str]:
         found = list(self.problems)

@@ -141,25 +141,32 @@ class TasksParams(Section):
     )
     seed: int = Field(description="Seed of the procedural generator.")
     test_seed: int | None = Field(
-        description="Seed of the procedural test split alone; null: `seed`. Another value draws fresh test tasks beside "
+        description="Seed of the procedural test split alone; null: `seed`. Another value draws fresh test "
+        "tasks beside "
         "the same training and validation tasks, so `dvc exp run -S <domain>.tasks.test_seed=1` reruns only the "
         "evaluations, of the same checkpoints."
     )
-    n_train: int = Field(ge=0, le=10_000, description="Training tasks to generate (procedural or llm; procedural capacity 10,000).")
-    n_test: int = Field(ge=1, le=1_000, description="Test tasks to generate (procedural or llm; procedural capacity 1,000).")
+    n_train: int = Field(
+        ge=0, le=10_000, description="Training tasks to generate (procedural or llm; procedural capacity 10,000)."
+    )
+    n_test: int = Field(
+        ge=1, le=1_000, description="Test tasks to generate (procedural or llm; procedural capacity 1,000)."
+    )
     n_val: int = Field(ge=0, le=2_000, description=VAL_DESCRIPTION)
     families: list[str] | None = Field(description="Restrict generation to these families; null means all.")
     colbench_train: SourceFile | None = Field(
         description="Official backend train JSONL under data/sources/, for source 'colbench'."
     )
-    colbench_test: SourceFile | None = Field(description="Official backend test JSONL under data/sources/, for source 'colbench'.")
+    colbench_test: SourceFile | None = Field(
+        description="Official backend test JSONL under data/sources/, for source 'colbench'."
+    )
     colbench_test_rows: int = Field(
         ge=1, description="Use the first N rows of the test file (the official test set is the first 1,000)."
     )
     llm: LlmTasksParams | None = Field(description="For source 'llm': the writer model and the corpus.")
 
     @model_validator(mode="after")
-    def _source_needs_its_inputs(self) -> "TasksParams":
+    def _source_needs_its_inputs(self) -> TasksParams:
         if self.source == "colbench" and self.colbench_test is None:
             raise ValueError("source 'colbench' needs colbench_test (path to the official backend test JSONL)")
         if self.source == "llm" and self.llm is None:
@@ -329,18 +336,22 @@ class TrainingParams(Section):
     the critics and the policies; each of those sets what it learns (`TrainerParams`)."""
 
     threads: int = Field(
-        ge=0, description="Torch CPU threads for training; 0: torch's default. A fixed count keeps runs reproducible; "
+        ge=0,
+        description="Torch CPU threads for training; 0: torch's default. A fixed count keeps runs reproducible; "
         "use 1 per stage when stages share the cores (e.g. Snakemake with --cores 2).",
-    )  # fmt: skip
+    )
     # Not accelerate's "no": YAML 1.1 readers take a bare `no` for false, and `dvc exp run -S` writes it bare.
     precision: Literal["fp32", "bf16", "fp16"] = Field(description="Mixed precision: fp32 (none), bf16 or fp16.")
     group_by_length: bool = Field(
         description="Batch examples of similar length together (less padding); the order stays random."
     )
     gradient_checkpointing: bool = Field(description="Recompute activations to save memory (large models).")
-    lora: LoraParams | None = Field(description="Train LoRA adapters instead of all weights (large models); null: all weights.")
+    lora: LoraParams | None = Field(
+        description="Train LoRA adapters instead of all weights (large models); null: all weights."
+    )
     accelerate_config: AccelerateConfig | None = Field(
-        description="An accelerate config file under configs/accelerate/ (DeepSpeed ZeRO-3, FSDP) for `accelerate launch` on "
+        description="An accelerate config file under configs/accelerate/ (DeepSpeed ZeRO-3, FSDP) for "
+        "`accelerate launch` on "
         "GPUs; the stage relaunches itself under it, with `processes` processes. Null: one process."
     )
     processes: int | None = Field(
@@ -387,7 +398,8 @@ class ModelParams(TrainerParams):
     )
     hidden_size: int = Field(ge=16, description="Tiny: model width.")
     intermediate_size: int | None = Field(
-        ge=16, description="Tiny: width of each MLP; null: Llama's 8/3 of the model width, rounded up to a multiple of 8."
+        ge=16,
+        description="Tiny: width of each MLP; null: Llama's 8/3 of the model width, rounded up to a multiple of 8.",
     )
     layers: int = Field(ge=1, description="Tiny: transformer blocks.")
     heads: int = Field(ge=1, description="Tiny: attention heads.")
@@ -497,14 +509,17 @@ class PolicyParams(TrainerParams, PreferenceParams):
         description="'rft': SFT on the successful offline trajectories; 'mtdpo': DPO on the trajectory pairs, "
         "policy's view; 'sweet': DPO on the step pairs ranked by `critic`, with an NLL term."
     )
-    critic: str | None = Field(description="Method 'sweet': the critic (a key of `critics`) whose step pairs to learn from.")
+    critic: str | None = Field(
+        description="Method 'sweet': the critic (a key of `critics`) whose step pairs to learn from."
+    )
     min_reward: dict[Domain, float] = Field(
-        description="Method 'rft': trajectories with at least this reward are kept, by domain (backend: 1 is ColBench's "
+        description="Method 'rft': trajectories with at least this reward are kept, by domain (backend: 1 is "
+        "ColBench's "
         "success; frontend: a similarity to the target)."
     )
 
     @model_validator(mode="after")
-    def _sweet_needs_critic(self) -> "PolicyParams":
+    def _sweet_needs_critic(self) -> PolicyParams:
         if self.method == "sweet" and not self.critic:
             raise ValueError("method 'sweet' needs `critic` (the name of a critic under `critics`)")
         if self.method != "sweet" and self.critic:
@@ -569,7 +584,9 @@ class PairsParams(Section):
     frontend: every two samples whose rewards differ by at least `min_gap`."""
 
     success_reward: float = Field(description="Backend: the best sample must reach this reward (ColBench: 1).")
-    min_gap: float = Field(gt=0, description="Frontend: smallest similarity difference that makes a pair (ColBench: 0.1).")
+    min_gap: float = Field(
+        gt=0, description="Frontend: smallest similarity difference that makes a pair (ColBench: 0.1)."
+    )
 
 
 class EvaluateParams(Section):
@@ -584,7 +601,8 @@ class EvaluateParams(Section):
     )
     samples_per_task: int = Field(ge=1, description="Episodes per test task.")
     seed: int = Field(
-        description="Seed of the episodes' sampling; a checkpoint's evaluation for each of `seeds` adds that seed to it."
+        description="Seed of the episodes' sampling; a checkpoint's evaluation for each of `seeds` adds that "
+        "seed to it."
     )
     processes: int = Field(
         ge=0,
@@ -605,10 +623,14 @@ class RenderParams(Section):
         ge=64, description="Full-page screenshots are cut to this height, so that a huge page cannot exhaust memory."
     )
     timeout_s: float = Field(
-        gt=0, description="Time limit of one page (load and screenshot); a page over it, or whose renderer crashes, has no screenshot."
+        gt=0,
+        description="Time limit of one page (load and screenshot); a page over it, or whose renderer crashes, "
+        "has no screenshot.",
     )
     js_heap_mb: int = Field(
-        ge=16, description="V8 heap limit of a renderer, MiB: a page that allocates without bound crashes its renderer quickly."
+        ge=16,
+        description="V8 heap limit of a renderer, MiB: a page that allocates without bound crashes its "
+        "renderer quickly.",
     )
     tailwind_css: Path = Field(
         description="Local copy of tailwindcss@2.2.19 dist/tailwind.min.css (scripts/setup.sh fetches it), served for "
@@ -631,7 +653,8 @@ class SimilarityParams(Section):
         "numbers); 'clip': cosine similarity of CLIP image embeddings (paper: ViT-B/32), from `clip_checkpoint`."
     )
     clip_checkpoint: ClipModel | None = Field(
-        description="Metric 'clip': directory of a local CLIP checkpoint (model and image processor) under models/clip/; "
+        description="Metric 'clip': directory of a local CLIP checkpoint (model and image processor) under "
+        "models/clip/; "
         "nothing is downloaded."
     )
     batch_size: int = Field(ge=1, description="Metric 'clip': images embedded per forward pass.")
@@ -645,7 +668,7 @@ class SimilarityParams(Section):
     )
 
     @model_validator(mode="after")
-    def _clip_needs_checkpoint(self) -> "SimilarityParams":
+    def _clip_needs_checkpoint(self) -> SimilarityParams:
         if self.metric == "clip" and self.clip_checkpoint is None:
             raise ValueError("metric 'clip' needs clip_checkpoint (a local directory with a CLIP model)")
         return self
@@ -655,20 +678,26 @@ class FrontendTasksParams(Section):
     """Frontend design tasks: generated offline (Tailwind pages of many site types) or imported from ColBench."""
 
     source: Literal["procedural", "colbench"] = Field(
-        description="'procedural': generate pages and their vague descriptions by seed; 'colbench': import the official "
+        description="'procedural': generate pages and their vague descriptions by seed; 'colbench': import the "
+        "official "
         "frontend JSONL files (problem_description, ground_truth)."
     )
     seed: int = Field(description="Seed of the procedural generator.")
     test_seed: int | None = Field(
-        description="Seed of the procedural test split alone; null: `seed`. Another value draws fresh test tasks beside "
+        description="Seed of the procedural test split alone; null: `seed`. Another value draws fresh test "
+        "tasks beside "
         "the same training and validation tasks, so `dvc exp run -S <domain>.tasks.test_seed=1` reruns only the "
         "evaluations, of the same checkpoints."
     )
     n_train: int = Field(
-        ge=0, le=10_000,
-        description="Training tasks to generate (procedural capacity 10,000); needed when the frontend is in train_domains.",
-    )  # fmt: skip
-    n_test: int = Field(ge=1, le=500, description="Test tasks to generate (procedural capacity 500; ColBench's test set has 500).")
+        ge=0,
+        le=10_000,
+        description="Training tasks to generate (procedural capacity 10,000); needed when the frontend is in "
+        "train_domains.",
+    )
+    n_test: int = Field(
+        ge=1, le=500, description="Test tasks to generate (procedural capacity 500; ColBench's test set has 500)."
+    )
     n_val: int = Field(ge=0, le=2_000, description=VAL_DESCRIPTION)
     colbench_train: SourceFile | None = Field(
         description="Official frontend train JSONL under data/sources/, for source 'colbench'."
@@ -676,10 +705,12 @@ class FrontendTasksParams(Section):
     colbench_test: SourceFile | None = Field(
         description="Official frontend test JSONL under data/sources/, for source 'colbench'."
     )
-    colbench_test_rows: int = Field(ge=1, description="Use the first N rows of the test file (the official test set is 500).")
+    colbench_test_rows: int = Field(
+        ge=1, description="Use the first N rows of the test file (the official test set is 500)."
+    )
 
     @model_validator(mode="after")
-    def _colbench_needs_test_file(self) -> "FrontendTasksParams":
+    def _colbench_needs_test_file(self) -> FrontendTasksParams:
         if self.source == "colbench" and self.colbench_test is None:
             raise ValueError("source 'colbench' needs colbench_test (path to the official frontend test JSONL)")
         if self.source != "procedural" and self.test_seed is not None:
@@ -699,7 +730,9 @@ class DesignSimulatorParams(ServedBackend):
     )
     max_reply_chars: int = Field(ge=1, description="Replies are cut to this many characters (ColBench: 1,000).")
     max_new_tokens: int = Field(ge=1, description="Backend 'openai': most tokens generated per reply.")
-    endpoint: EndpointParams | None = Field(description="Backend 'openai': the endpoint serving the vision-language model.")
+    endpoint: EndpointParams | None = Field(
+        description="Backend 'openai': the endpoint serving the vision-language model."
+    )
 
 
 class FrontendScoringParams(Section):
@@ -745,7 +778,8 @@ class BackendParams(Section):
 
 
 class FrontendParams(Section):
-    """Frontend design (ColBench): a Tailwind page, rewarded by the visual similarity of its screenshot to the target's."""
+    """Frontend design (ColBench): a Tailwind page, rewarded by the visual similarity of its screenshot to the "
+    "target's."""
 
     tasks: FrontendTasksParams = Field(description=FrontendTasksParams.__doc__)
     simulator: DesignSimulatorParams = Field(description=DesignSimulatorParams.__doc__)
@@ -778,12 +812,15 @@ class Params(Section):
         "each domain's own part (asking for facts, or applying named differences to a page)."
     )
     episodes: EpisodeParams = Field(description=EpisodeParams.__doc__)
-    demos: RolloutParams = Field(description="Scripted demonstrations that warm-start a tiny base policy (stage `demos@<domain>`).")
+    demos: RolloutParams = Field(
+        description="Scripted demonstrations that warm-start a tiny base policy (stage `demos@<domain>`)."
+    )
     rollout: OfflineDataParams = Field(description=OfflineDataParams.__doc__)
     pairs: PairsParams = Field(description=PairsParams.__doc__)
     training: TrainingParams = Field(description=TrainingParams.__doc__)
     critics: dict[str, CriticParams] = Field(
-        description="SWEET-RL critics, one stage `critic@<domain>-<name>` each (with and without training-time information)."
+        description="SWEET-RL critics, one stage `critic@<domain>-<name>` each (with and without training-time "
+        "information)."
     )
     candidates: CandidatesParams = Field(description=CandidatesParams.__doc__)
     rank: RankParams = Field(description=RankParams.__doc__)
@@ -794,8 +831,9 @@ class Params(Section):
     )
     seeds: list[int] = Field(
         min_length=1,
-        description="Each trained policy is trained, and each checkpoint evaluated, once per seed; reports give the mean and spread.",
-    )  # fmt: skip
+        description="Each trained policy is trained, and each checkpoint evaluated, once per seed; reports "
+        "give the mean and spread.",
+    )
     evaluate: EvaluateParams = Field(description=EvaluateParams.__doc__)
     chat_template: ChatTemplateParams = Field(description=ChatTemplateParams.__doc__)
     reproducibility: Literal["native", "portable"] = Field(
@@ -806,7 +844,7 @@ class Params(Section):
     )
 
     @model_validator(mode="after")
-    def _names_exist(self) -> "Params":
+    def _names_exist(self) -> Params:
         used = [("demos.agent", self.demos.agent), ("rollout.agent", self.rollout.agent)]
         for where, name in used + [("evaluate.methods", m) for m in self.evaluate.methods]:
             if name not in self.agents:
@@ -820,7 +858,9 @@ class Params(Section):
                 )
         for name, policy in self.policies.items():
             if policy.critic and policy.critic not in self.critics:
-                raise ValueError(f"policies.{name}.critic: no critic named {policy.critic!r}; defined: {sorted(self.critics)}")
+                raise ValueError(
+                    f"policies.{name}.critic: no critic named {policy.critic!r}; defined: {sorted(self.critics)}"
+                )
         for name in ("train_domains", "seeds"):
             values = getattr(self, name)
             if len(set(values)) != len(values):
@@ -839,7 +879,7 @@ class Params(Section):
         return self
 
     @model_validator(mode="after")
-    def _portable_needs_fixed_threads(self) -> "Params":
+    def _portable_needs_fixed_threads(self) -> Params:
         """Threads split float sums: 0 (torch's default, one per core) differs between machines."""
         if self.reproducibility != "portable":
             return self

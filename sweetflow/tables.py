@@ -38,7 +38,7 @@ TRAJECTORY_SCHEMA = pl.Schema(
         "dialogue": pl.List(TURN),
         "answer": pl.String,
         "answered": pl.Boolean,  # the agent used the answer marker (protocol followed)
-        "ended_by": pl.String,  # "answer", "max_turns", "context" (the dialogue filled the model's context); null if failed
+        "ended_by": pl.String,  # "answer", "max_turns", "context" (the dialogue filled the model's context); null if failed  # noqa: E501
         "n_turns": pl.Int32,  # agent turns
         "reward": pl.Float64,  # backend: fraction of tests passed; frontend: similarity to the target
         "success": pl.Boolean,  # backend: every test passed; frontend: null
@@ -113,4 +113,8 @@ def split_off_validation(train: list[dict], n_val: int, where: str) -> tuple[lis
 def flag_counts(flags: list[list[str]], kinds: tuple[str, ...]) -> dict:
     """Tasks, flagged tasks, and each kind of flag, of one split."""
     counted = Counter(f for fs in flags for f in fs)
-    return {"tasks": len(flags), "flagged": sum(bool(fs) for fs in flags), **{f"flag_{k}": counted.get(k, 0) for k in kinds}}
+    return {
+        "tasks": len(flags),
+        "flagged": sum(bool(fs) for fs in flags),
+        **{f"flag_{k}": counted.get(k, 0) for k in kinds},
+    }

@@ -1,7 +1,8 @@
 """Equal-budget tuning on the validation split, with DVC's own experiments.
 
 Every tuned policy gets the same grid (learning rate × epochs; the preference methods also the
-NLL term: none, 0.01 on the responses, and the official actor's 0.01 over the whole dialogue). Each configuration is one DVC experiment whose only target is
+NLL term: none, 0.01 on the responses, and the official actor's 0.01 over the whole dialogue). Each
+configuration is one DVC experiment whose only target is
 `validate@<domain>-<policy>`: it retrains that policy and evaluates it on the validation tasks,
 never on the test tasks. The choice per policy is the configuration with the best validation goal
 metric (backend: success rate), ties broken by the other headline metric, then by fewer epochs.
@@ -56,14 +57,27 @@ def queue_command(domain: str, policy: str, config: dict, overlay: list[str] = (
     (`sweetflow.experiments`) it runs on, before the configuration's own. Not `queued`: it runs at
     once, in the workspace."""
     sets = [arg for key, value in config.items() for arg in ("-S", f"policies.{policy}.{key}={value}")]
-    return ["dvc", "exp", "run", *(["--queue"] if queued else []), "-n", experiment_name(domain, policy, config),
-            *overlay, *sets, f"validate@{domain}-{policy}"]  # fmt: skip
+    return [
+        "dvc",
+        "exp",
+        "run",
+        *(["--queue"] if queued else []),
+        "-n",
+        experiment_name(domain, policy, config),
+        *overlay,
+        *sets,
+        f"validate@{domain}-{policy}",
+    ]
 
 
 def launch(
-    domain: str, policies: dict[str, str], overlay: list[str] = (), nll: bool = True, root: Path = Path("."),
+    domain: str,
+    policies: dict[str, str],
+    overlay: list[str] = (),
+    nll: bool = True,
+    root: Path = Path("."),
     queued: bool = True,
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """Queue every configuration of every policy (name → method), each on `overlay` (`-S` arguments);
     returns the experiment names. Not `queued`: run them one after another in the workspace instead,
     without a temporary copy of the project each. Either way every stage a configuration ran goes to
@@ -124,7 +138,9 @@ def collect(domain: str, method_of: dict[str, str], root: Path = Path("."), comm
             config = {**DEFAULT_NLL, **config}
         trials.append(Trial(policy, name, config, metrics))
     if not trials:
-        raise InputError(f"no finished experiment named {PREFIX}-{domain}-…: run `sweetflow tune queue` and the queue first")
+        raise InputError(
+            f"no finished experiment named {PREFIX}-{domain}-…: run `sweetflow tune queue` and the queue first"
+        )
     return trials
 
 
@@ -144,9 +160,12 @@ def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: t
     nll_settings: dict[str, set] = {}  # per policy: the NLL settings its trials ran with
     for t in trials:
         nll_settings.setdefault(t.policy, set()).add(tuple(t.config.get(k) for k in NLL_KEYS))
-    grid = ("learning rate × epochs, and for the preference methods the NLL term (`nll_coef`; 'dialogue' marks the "
-            "official actor's NLL over the whole dialogue, per sequence)" if max(map(len, nll_settings.values())) > 1 else
-            "learning rate × epochs (the NLL term as params.yaml has it)")  # fmt: skip
+    grid = (
+        "learning rate × epochs, and for the preference methods the NLL term (`nll_coef`; 'dialogue' marks the "
+        "official actor's NLL over the whole dialogue, per sequence)"
+        if max(map(len, nll_settings.values())) > 1
+        else "learning rate × epochs (the NLL term as params.yaml has it)"
+    )
     out = [
         f"# Tuning on the validation tasks ({domain})",
         "",
@@ -157,6 +176,7 @@ def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: t
         f"| policy | learning rate | epochs | nll_coef | {a} (%) | {b} (%) | chosen |",
         "|---|---|---|---|---|---|---|",
     ]
+
     def order(t: Trial) -> tuple:
         c = t.config
         return t.policy, c["learning_rate"], c["epochs"], c.get("nll_coef", -1), c.get("nll_span", "")
@@ -167,8 +187,10 @@ def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: t
         if c.get("nll_span") == "dialogue":
             nll += f" (dialogue, per {c['nll_mean']})"
         mark = "**yes**" if best[t.policy].experiment == t.experiment else ""
-        out.append(f"| `{t.policy}` | {c['learning_rate']:g} | {c['epochs']} | {nll} "
-                   f"| {t.metrics[a] * 100:.1f} | {t.metrics[b] * 100:.1f} | {mark} |")  # fmt: skip
+        out.append(
+            f"| `{t.policy}` | {c['learning_rate']:g} | {c['epochs']} | {nll} "
+            f"| {t.metrics[a] * 100:.1f} | {t.metrics[b] * 100:.1f} | {mark} |"
+        )
     return "\n".join(out) + "\n"
 
 

@@ -39,10 +39,21 @@ def open_model_agent(params: ModelAgentParams) -> Iterator[Agent]:
 def through(params: ServedAgentParams, base_url: str, model: str) -> OpenAIAgentParams:
     """A served agent as the `openai` agent that talks to its running server."""
     # A loopback server takes no key: the empty variable name reads none.
-    endpoint = EndpointParams(base_url=base_url, model=model, api_key_env="", timeout_s=params.timeout_s,
-                              max_retries=params.max_retries, concurrency=params.concurrency)  # fmt: skip
-    return OpenAIAgentParams(backend="openai", endpoint=endpoint, temperature=params.temperature, top_p=params.top_p,
-                             max_new_tokens=params.max_new_tokens)  # fmt: skip
+    endpoint = EndpointParams(
+        base_url=base_url,
+        model=model,
+        api_key_env="",
+        timeout_s=params.timeout_s,
+        max_retries=params.max_retries,
+        concurrency=params.concurrency,
+    )
+    return OpenAIAgentParams(
+        backend="openai",
+        endpoint=endpoint,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        max_new_tokens=params.max_new_tokens,
+    )
 
 
 def served_records(agents: dict[str, AgentParams], input_hashes: dict[str, str]) -> dict[str, dict]:

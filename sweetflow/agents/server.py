@@ -134,16 +134,27 @@ def serve(params: ServerParams, checkpoint: str | Path) -> Iterator[Server]:
         hf_home = Path(tmp) / "hf_home"
         (hf_home / "hub").mkdir(parents=True)
         log_path = Path(tmp) / "server.log"
-        env = dict(os.environ, HF_HOME=str(hf_home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                   HF_HUB_DISABLE_TELEMETRY="1", PYTHONUNBUFFERED="1")  # fmt: skip
+        env = dict(
+            os.environ,
+            HF_HOME=str(hf_home),
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+            HF_HUB_DISABLE_TELEMETRY="1",
+            PYTHONUNBUFFERED="1",
+        )
         if params.threads:
             env.update(OMP_NUM_THREADS=str(params.threads), MKL_NUM_THREADS=str(params.threads))
         with open(log_path, "wb") as log:
             # preexec_fn runs in the forked child before exec: what it calls is resolved in the parent.
             proc = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                start_new_session=True, preexec_fn=_parent_death_signal(),  # noqa: PLW1509
-            )  # fmt: skip
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_parent_death_signal(),  # noqa: PLW1509
+            )
         try:
             server = Server(f"http://{HOST}:{port}/v1", fill(params.model, checkpoint, port))
             _wait_until_ready(proc, server, params.startup_timeout_s, log_path, shown)
@@ -184,8 +195,14 @@ def _wait_until_ready(proc: subprocess.Popen, server: Server, timeout: float, lo
             )
         time.sleep(0.2)
     # A loopback server takes no key: the empty variable name reads none.
-    probe = EndpointParams(base_url=server.base_url, model=server.model, api_key_env="",
-                           timeout_s=max(deadline - time.monotonic(), 5.0), max_retries=0, concurrency=1)  # fmt: skip
+    probe = EndpointParams(
+        base_url=server.base_url,
+        model=server.model,
+        api_key_env="",
+        timeout_s=max(deadline - time.monotonic(), 5.0),
+        max_retries=0,
+        concurrency=1,
+    )
     try:
         ChatClient(probe, record=False).complete([{"role": "user", "content": "ready?"}], temperature=0.0, max_tokens=1)
     except EndpointError as e:

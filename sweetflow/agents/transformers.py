@@ -113,9 +113,17 @@ class TransformersAgent:
         if self.params.reuse_prefix:
             prefixes = [self.prefixes.get((views[i].task_id, views[i].seed)) for i in fits]
         generated = sample(
-            self.model, [ids[i] for i in fits], generators, self.params.temperature, self.params.top_p,
-            self.params.max_new_tokens, self.max_context, self.stop_ids, self.pad_id, prefixes,
-        )  # fmt: skip
+            self.model,
+            [ids[i] for i in fits],
+            generators,
+            self.params.temperature,
+            self.params.top_p,
+            self.params.max_new_tokens,
+            self.max_context,
+            self.stop_ids,
+            self.pad_id,
+            prefixes,
+        )
         for i, (tokens, logprobs, prefix) in zip(fits, generated):
             if prefix is not None:
                 self.prefixes[(views[i].task_id, views[i].seed)] = prefix

@@ -86,6 +86,9 @@ def label_candidates(
     scores = score([t for _, t, _ in to_score], [a for _, _, a in to_score]) if to_score else []
     for (row, _, _), s in zip(to_score, scores):
         rows[row][2] = settle(rows[row][2], bool(s.success))
-    frame = pl.DataFrame(rows, schema={"state_id": pl.String, "candidate": candidates.schema["candidate"],
-                                       "kind": pl.String}, orient="row")  # fmt: skip
+    frame = pl.DataFrame(
+        rows,
+        schema={"state_id": pl.String, "candidate": candidates.schema["candidate"], "kind": pl.String},
+        orient="row",
+    )
     return frame.with_columns(good=pl.col("kind").is_in(GOOD_KINDS))

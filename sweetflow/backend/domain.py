@@ -51,7 +51,6 @@ class Backend(Domain):
         by_id = {t["task_id"]: t for t in tasks}
         return {**headline, **failure_breakdown(by_id, frame.select("task_id", "dialogue", "success").rows())}
 
-
     def label_candidates(
         self, params: Params, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]
     ) -> pl.DataFrame:
@@ -62,7 +61,6 @@ class Backend(Domain):
         with Sandbox(p.scoring) as sandbox:
             runtime = sandbox_runtime(human, sandbox, rules=p.scoring_rules())
             return label_candidates(candidates, trajectories, tasks, human, runtime.score)
-
 
     def score_file(self, path: Path | str, scoring: FileScoring) -> tuple[dict, pl.DataFrame]:
         return score_backend_file(path, scoring.sandbox, scoring.rules, scoring.stored)

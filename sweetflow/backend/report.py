@@ -17,13 +17,20 @@ class BackendReport(DomainReport):
     columns = ("tests passed", "success")
     goal_metric = "success_rate"
     description = "% of hidden tests passed and % of tasks solved (all tests passed)"
-    paper = {"zero_shot": (34.2, 22.4), "rft": (40.9, 28.2), "mtdpo": (48.0, 34.4), "sweet": (56.8, 40.4),
-             "sweet_no_info": (44.0, 31.2)}  # fmt: skip
+    paper = {
+        "zero_shot": (34.2, 22.4),
+        "rft": (40.9, 28.2),
+        "mtdpo": (48.0, 34.4),
+        "sweet": (56.8, 40.4),
+        "sweet_no_info": (44.0, 31.2),
+    }
     gpt4o = (54.6, 40.4)
     episode_column = "success"
     episode_measure = "success"
-    behaviour_note = ("Failures, as shares of all test episodes: answered with a hidden fact never told, every "
-                      "fact told but the answer still wrong, other.")  # fmt: skip
+    behaviour_note = (
+        "Failures, as shares of all test episodes: answered with a hidden fact never told, every "
+        "fact told but the answer still wrong, other."
+    )
     behaviour_columns = (
         BehaviourColumn("moved_from_base", "moved from base (%)"),
         BehaviourColumn("failed_facts_missing", "facts missing (%)"),

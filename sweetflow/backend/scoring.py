@@ -19,7 +19,17 @@ from sweetflow.params import ScoringRules
 # Strings for which ColBench's evaluator scores a piece of code 0 without running it (docs/benchmark.md).
 # The sandbox contains such code, so answers are filtered only when ScoringRules.answer_filter says so;
 # references it would reject are always flagged.
-OFFICIAL_FILTER = ("import os", "from os", "import sys", "from sys", "sudo", "transformers", "exit(", "quit(", "argparse")
+OFFICIAL_FILTER = (
+    "import os",
+    "from os",
+    "import sys",
+    "from sys",
+    "sudo",
+    "transformers",
+    "exit(",
+    "quit(",
+    "argparse",
+)
 FLAGS = ("reference_error", "call_error", "nondeterministic", "none_output", "self_unequal", "official_filter")
 
 FENCE_RE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S | re.I)
@@ -111,8 +121,11 @@ def score_answers(
         run = next(runs)
         passed = [passes_test(e, o) for e, o in zip(exp, run.outputs)]
         fraction = sum(passed) / max(len(exp), 1)
-        scores.append(AnswerScore(fraction, fraction == 1.0 and len(exp) > 0, passed, run.status, run.failure_kinds(),
-                                  run.outputs))  # fmt: skip
+        scores.append(
+            AnswerScore(
+                fraction, fraction == 1.0 and len(exp) > 0, passed, run.status, run.failure_kinds(), run.outputs
+            )
+        )
     return scores
 
 

@@ -33,10 +33,19 @@ STOPWORDS = frozenset(
 )
 # Words a person uses interchangeably when asking about a fact, reduced to one spelling.
 SYNONYMS = {
-    "cost": "price", "charge": "price", "fee": "price", "pay": "price",
-    "percent": "percentage", "pct": "percentage", "%": "percentage",
-    "cutoff": "threshold", "limit": "threshold", "cap": "threshold",
-    "max": "maximum", "min": "minimum", "least": "minimum",
+    "cost": "price",
+    "charge": "price",
+    "fee": "price",
+    "pay": "price",
+    "percent": "percentage",
+    "pct": "percentage",
+    "%": "percentage",
+    "cutoff": "threshold",
+    "limit": "threshold",
+    "cap": "threshold",
+    "max": "maximum",
+    "min": "minimum",
+    "least": "minimum",
     "reduction": "discount",
 }
 

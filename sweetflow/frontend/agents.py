@@ -27,6 +27,7 @@ from sweetflow.views import policy_chat
 
 SHOW_PAGE = "Here is my current version of the page. What should I change?\n{page}"
 
+
 def show_message(page: Page) -> str:
     return SHOW_PAGE.format(page=to_html(page).rstrip())
 

@@ -32,8 +32,13 @@ def build_tasks(params: Params) -> TaskSet:
         for split, tasks in (("train", train), ("val", val), ("test", test)):
             checks = check_targets(tasks, pool, similarity, desc=f"targets ({split})")
             rows = [
-                {**t, "target_png": c.target_png, "reference_similarity": c.reference_similarity,
-                 "reference_design": c.reference_design, "flags": c.flags}  # fmt: skip
+                {
+                    **t,
+                    "target_png": c.target_png,
+                    "reference_similarity": c.reference_similarity,
+                    "reference_design": c.reference_design,
+                    "flags": c.flags,
+                }
                 for t, c in zip(tasks, checks)
             ]
             splits[split] = to_frame(rows, split, CHECKED_FRONTEND_SCHEMA)

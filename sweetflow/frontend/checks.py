@@ -33,7 +33,9 @@ def reference_page(description: str) -> str:
     return to_html(page_from_description(description))
 
 
-def check_targets(tasks: list[dict], pool: RenderPool, similarity: Similarity, desc: str = "targets") -> list[TargetCheck]:
+def check_targets(
+    tasks: list[dict], pool: RenderPool, similarity: Similarity, desc: str = "targets"
+) -> list[TargetCheck]:
     targets = [t["ground_truth"] for t in tasks]
     first = pool.render_many(targets, desc=f"{desc} (1st)")
     second = pool.render_many(targets, desc=f"{desc} (2nd)")

@@ -17,10 +17,10 @@ quoted up to `QUOTE_CHARS` and compared on that much, as a person skimming a par
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from functools import lru_cache
-from typing import Iterable
 
 from sweetflow.frontend.outline import read_page
 from sweetflow.frontend.page import Block, Button, Item, Page, shade_of
@@ -81,12 +81,24 @@ def read_target(html: str) -> Page:
 def diff_pages(agent: Page, target: Page) -> list[Difference]:
     found: list[Difference] = []
     if agent.bg != target.bg:
-        found.append(_page_edit(BACKGROUND, f"The page background should be {_colour(target.bg, 'bg')}, "
-                                            f"not {_colour(agent.bg)}.", "bg", target.bg))  # fmt: skip
+        found.append(
+            _page_edit(
+                BACKGROUND,
+                f"The page background should be {_colour(target.bg, 'bg')}, not {_colour(agent.bg)}.",
+                "bg",
+                target.bg,
+            )
+        )
     if agent.font != target.font:
-        found.append(_page_edit(SIZES, f"The page should use a {FONT_WORDS.get(target.font, target.font)} font "
-                                       f"(font-{target.font}), not {FONT_WORDS.get(agent.font, agent.font)}.",
-                                "font", target.font))  # fmt: skip
+        found.append(
+            _page_edit(
+                SIZES,
+                f"The page should use a {FONT_WORDS.get(target.font, target.font)} font "
+                f"(font-{target.font}), not {FONT_WORDS.get(agent.font, agent.font)}.",
+                "font",
+                target.font,
+            )
+        )
     names = _names(target.blocks)
     pairs, missing, extra, moved = _align(agent.blocks, target.blocks)
     anchors = _anchors(pairs, len(target.blocks))
@@ -205,14 +217,25 @@ def _block_differences(a: Block, t: Block, i: int, j: int, name: str) -> list[Di
 def _layout(a: Block, t: Block, name: str):
     noun = {"cards": "cards", "columns": "columns"}.get(t.kind, "boxes")
     if t.kind == "columns" and len(t.items) == t.columns and (a.columns, len(a.items)) != (t.columns, len(t.items)):
-        yield (LAYOUT, f"{_cap(name)} should have {t.columns} columns, not {len(a.items)}.",
-            ("columns", t.columns), ("item_count", len(t.items)))  # fmt: skip
+        yield (
+            LAYOUT,
+            f"{_cap(name)} should have {t.columns} columns, not {len(a.items)}.",
+            ("columns", t.columns),
+            ("item_count", len(t.items)),
+        )
     else:
         if len(a.items) != len(t.items):
-            yield LAYOUT, f"{_cap(name)} should have {len(t.items)} {noun}, not {len(a.items)}.", ("item_count", len(t.items))
+            yield (
+                LAYOUT,
+                f"{_cap(name)} should have {len(t.items)} {noun}, not {len(a.items)}.",
+                ("item_count", len(t.items)),
+            )
         if t.items and a.columns != t.columns:
-            yield (LAYOUT, f"{_cap(name)} should lay out its {noun} in {t.columns} columns, not {a.columns}.",
-                ("columns", t.columns))  # fmt: skip
+            yield (
+                LAYOUT,
+                f"{_cap(name)} should lay out its {noun} in {t.columns} columns, not {a.columns}.",
+                ("columns", t.columns),
+            )
     if t.image and not a.image:
         picture = "a logo" if t.kind == "header" else "a large picture"
         size = f" ({t.image.width}×{t.image.height})" if t.image.width else ""
@@ -226,16 +249,32 @@ def _layout(a: Block, t: Block, name: str):
 
 def _colours(a: Block, t: Block, name: str):
     if a.bg != t.bg and a.text != t.text:  # one look at a block takes in both its colours
-        yield (BACKGROUND, f"{_cap(name)} should be {_colour(t.bg, 'bg')} with {_colour(t.text, 'text')} text, "
-                          f"not {_colour(a.bg)} with {_colour(a.text)} text.", ("bg", t.bg), ("text", t.text))  # fmt: skip
+        yield (
+            BACKGROUND,
+            f"{_cap(name)} should be {_colour(t.bg, 'bg')} with {_colour(t.text, 'text')} text, "
+            f"not {_colour(a.bg)} with {_colour(a.text)} text.",
+            ("bg", t.bg),
+            ("text", t.text),
+        )
     elif a.bg != t.bg:
-        yield BACKGROUND, f"{_possessive(name)} background should be {_colour(t.bg, 'bg')}, not {_colour(a.bg)}.", ("bg", t.bg)
+        yield (
+            BACKGROUND,
+            f"{_possessive(name)} background should be {_colour(t.bg, 'bg')}, not {_colour(a.bg)}.",
+            ("bg", t.bg),
+        )
     elif a.text != t.text:
-        yield COLOUR, f"The text in {name} should be {_colour(t.text, 'text')}, not {_colour(a.text)}.", ("text", t.text)
+        yield (
+            COLOUR,
+            f"The text in {name} should be {_colour(t.text, 'text')}, not {_colour(a.text)}.",
+            ("text", t.text),
+        )
     if t.items and a.item_bg != t.item_bg:
         noun = {"cards": "cards", "columns": "columns"}.get(t.kind, "boxes")
-        yield (BACKGROUND, f"The {noun} in {name} should have {_colour(t.item_bg, 'bg')} backgrounds, "
-                          f"not {_colour(a.item_bg)}.", ("item_bg", t.item_bg))  # fmt: skip
+        yield (
+            BACKGROUND,
+            f"The {noun} in {name} should have {_colour(t.item_bg, 'bg')} backgrounds, not {_colour(a.item_bg)}.",
+            ("item_bg", t.item_bg),
+        )
     wanted = tuple(b.bg for b in t.buttons)
     if len(a.buttons) == len(t.buttons) and tuple(b.bg for b in a.buttons) != wanted:
         which = "button" if len(t.buttons) == 1 else "buttons"
@@ -258,8 +297,11 @@ def _labels(a: Block, t: Block, name: str):
         elif not a.heading:
             yield LABELS, f"{Name} should have the title {_quote(t.heading)}.", ("heading", _said(t.heading))
         else:
-            yield (LABELS, f"{own} title should read {_quote(t.heading)}, not {_quote(a.heading)}.",
-                ("heading", _said(t.heading)))  # fmt: skip
+            yield (
+                LABELS,
+                f"{own} title should read {_quote(t.heading)}, not {_quote(a.heading)}.",
+                ("heading", _said(t.heading)),
+            )
     if not _same_all(a.links, t.links):
         if not t.links:
             yield LABELS, f"{Name} shouldn't have any links.", ("links", ())
@@ -273,7 +315,11 @@ def _labels(a: Block, t: Block, name: str):
             yield LABELS, f"{Name} shouldn't have any buttons.", said
         elif len(a.buttons) == len(labels):
             which = "button" if len(labels) == 1 else "buttons"
-            yield LABELS, f"{own} {which} should say {_quotes(labels)}, not {_quotes(b.label for b in a.buttons)}.", said
+            yield (
+                LABELS,
+                f"{own} {which} should say {_quotes(labels)}, not {_quotes(b.label for b in a.buttons)}.",
+                said,
+            )
         else:
             which = "a button" if len(labels) == 1 else f"{len(labels)} buttons"
             yield LABELS, f"{Name} should have {which} saying {_quotes(labels)}.", said
@@ -284,29 +330,45 @@ def _texts(a: Block, t: Block, name: str):
         if not t.paragraphs:
             yield TEXT, f"{_cap(name)} shouldn't have any text besides its title.", ("paragraphs", ())
         else:
-            yield (TEXT, f"The text in {name} should read {_quotes(t.paragraphs, ' / ')}.",
-                ("paragraphs", tuple(map(_said, t.paragraphs))))  # fmt: skip
+            yield (
+                TEXT,
+                f"The text in {name} should read {_quotes(t.paragraphs, ' / ')}.",
+                ("paragraphs", tuple(map(_said, t.paragraphs))),
+            )
     singular = {"cards": "card", "columns": "column"}.get(t.kind, "box")
     for k, (mine, theirs) in enumerate(zip(a.items, t.items)):
         if not (_same(mine.heading, theirs.heading) and _same(mine.text, theirs.text)):
             title = f"titled {_quote(theirs.heading)}" if theirs.heading else "without a title"
             says = f"saying {_quote(theirs.text)}" if theirs.text else "with no text"
-            yield (TEXT, f"The {_ordinal(k + 1)} {singular} in {name} should be {title}, {says}.",
-                ("item", (k, Item(_said(theirs.heading), _said(theirs.text)))))  # fmt: skip
+            yield (
+                TEXT,
+                f"The {_ordinal(k + 1)} {singular} in {name} should be {title}, {says}.",
+                ("item", (k, Item(_said(theirs.heading), _said(theirs.text)))),
+            )
 
 
 def _sizes(a: Block, t: Block, name: str):
     if t.heading and a.heading_size != t.heading_size:
         was = f"text-{a.heading_size}" if a.heading_size else "the default size"
-        yield (SIZES, f"{_possessive(name)} title should be {_size_word(a.heading_size, t.heading_size)} "
-                     f"(text-{t.heading_size or 'base'}), not {was}.", ("heading_size", t.heading_size))  # fmt: skip
+        yield (
+            SIZES,
+            f"{_possessive(name)} title should be {_size_word(a.heading_size, t.heading_size)} "
+            f"(text-{t.heading_size or 'base'}), not {was}.",
+            ("heading_size", t.heading_size),
+        )
     if a.padding != t.padding:
         more = "more" if t.padding > a.padding else "less"
-        yield (SIZES, f"{_cap(name)} should have {more} space above and below (py-{t.padding}), not py-{a.padding}.",
-            ("padding", t.padding))  # fmt: skip
+        yield (
+            SIZES,
+            f"{_cap(name)} should have {more} space above and below (py-{t.padding}), not py-{a.padding}.",
+            ("padding", t.padding),
+        )
     if a.image and t.image and t.image.width and a.image != t.image:
-        yield (SIZES, f"The picture in {name} should be {t.image.width}×{t.image.height}, "
-                     f"not {a.image.width}×{a.image.height}.", ("image", t.image))  # fmt: skip
+        yield (
+            SIZES,
+            f"The picture in {name} should be {t.image.width}×{t.image.height}, not {a.image.width}×{a.image.height}.",
+            ("image", t.image),
+        )
 
 
 def _set(block: Block, field: str, value) -> Block:
@@ -318,8 +380,12 @@ def _set(block: Block, field: str, value) -> Block:
         return replace(block, items=block.items[:k] + (item,) + block.items[k + 1 :])
     if field == "button_labels":
         colours = [b.bg for b in block.buttons]
-        return replace(block, buttons=tuple(Button(label, colours[k] if k < len(colours) else PLAIN_BUTTON_BG)
-                                            for k, label in enumerate(value)))  # fmt: skip
+        return replace(
+            block,
+            buttons=tuple(
+                Button(label, colours[k] if k < len(colours) else PLAIN_BUTTON_BG) for k, label in enumerate(value)
+            ),
+        )
     if field == "button_colours":
         return replace(block, buttons=tuple(Button(b.label, c) for b, c in zip(block.buttons, value)))
     return replace(block, **{field: value})
@@ -333,7 +399,7 @@ def _page_edit(rank: int, sentence: str, field: str, value) -> Difference:
 
 
 def _colour(colour: str | None, utility: str = "") -> str:
-    """"dark green (bg-green-700)" for the target's colour (with its class when `utility` is
+    """ "dark green (bg-green-700)" for the target's colour (with its class when `utility` is
     given), "dark green" for the agent's; "plain" when none is set."""
     if colour is None:
         return f"plain (no {utility} colour class)" if utility else "plain"
@@ -342,8 +408,15 @@ def _colour(colour: str | None, utility: str = "") -> str:
     if not family or shade is None:
         words = colour
     else:
-        tone = {50: "very light ", 100: "very light ", 200: "light ", 300: "light ", 700: "dark ", 800: "dark ",
-                900: "very dark "}.get(shade, "")  # fmt: skip
+        tone = {
+            50: "very light ",
+            100: "very light ",
+            200: "light ",
+            300: "light ",
+            700: "dark ",
+            800: "dark ",
+            900: "very dark ",
+        }.get(shade, "")
         words = f"{tone}{family}"
     return f"{words} ({utility}-{colour})" if utility else words
 

@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 from rich.console import Console
 from rich.table import Table
 

@@ -52,6 +52,9 @@ def label_candidates(
         baseline = next(scores).reward if page is not None else tasks[task_id]["reference_similarity"]
         kind = "no_page" if s.status != "rendered" else "closer" if s.reward > baseline else "not_closer"
         labelled.append((state_id, candidate, kind))
-    frame = pl.DataFrame(labelled, schema={"state_id": pl.String, "candidate": candidates.schema["candidate"],
-                                           "kind": pl.String}, orient="row")  # fmt: skip
+    frame = pl.DataFrame(
+        labelled,
+        schema={"state_id": pl.String, "candidate": candidates.schema["candidate"], "kind": pl.String},
+        orient="row",
+    )
     return frame.with_columns(good=pl.col("kind").is_in(GOOD_KINDS))

@@ -39,16 +39,29 @@ class Frontend(Domain):
                 targets, pages = [t["target_png"] for t in tasks], [t["ground_truth"] for t in tasks]
                 results = score_pages(answers, targets, pages, pool, similarity)
                 return [
-                    Score(r.similarity, None, r.status, extra={"design": r.design, "win": win(
-                        r.design if by_design else r.similarity,
-                        t["reference_design"] if by_design else t["reference_similarity"])})
+                    Score(
+                        r.similarity,
+                        None,
+                        r.status,
+                        extra={
+                            "design": r.design,
+                            "win": win(
+                                r.design if by_design else r.similarity,
+                                t["reference_design"] if by_design else t["reference_similarity"],
+                            ),
+                        },
+                    )
                     for r, t in zip(results, tasks)
-                ]  # fmt: skip
+                ]
 
             endpoint = p.simulator.endpoint
             human = make_design_human(p.simulator, pool.render)
             yield DomainRuntime(
-                "frontend", human, endpoint.concurrency if endpoint else 1, score, view_fields,
+                "frontend",
+                human,
+                endpoint.concurrency if endpoint else 1,
+                score,
+                view_fields,
                 Score(0.0, None, None, extra={"design": 0.0, "win": 0.0}),  # an unfinished episode wins nothing
             )
 

@@ -14,8 +14,8 @@ the colours or the exact texts: an agent has to show pages and listen to learn t
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from sweetflow.frontend.page import Block, Button, Image, Item, Page, shade_of
 from sweetflow.frontend.vocab import ADJECTIVES, COPYRIGHT, SITES, Site
@@ -237,7 +237,7 @@ def _footer(rng, site: Site, palette: Palette, name: str, align: str) -> Block:
 
 
 def describe(page: Page, site: Site, rng: random.Random) -> str:
-    """"<Site> Website: A <adjective> design with <its parts, loosely, in page order>." Every
+    """ "<Site> Website: A <adjective> design with <its parts, loosely, in page order>." Every
     part starts with "a", so that a reader can tell where one ends ("... with x and y and a footer")."""
     parts = [_describe_block(block, site, rng) for block in page.blocks]
     listed = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
@@ -264,9 +264,13 @@ def _describe_block(block: Block, site: Site, rng: random.Random) -> str:
         topics = [item.heading.lower() for item in block.items[:2]]
         return f"a {count} layout with " + " and ".join(topics) if rng.random() < 0.5 else f"a {count} layout"
     if block.kind == "cards":
-        return rng.choice(("a grid of {}", "a set of cards showing {}", "a section of {} in a grid")).format(site.cards_noun)
+        return rng.choice(("a grid of {}", "a set of cards showing {}", "a section of {} in a grid")).format(
+            site.cards_noun
+        )
     if block.kind == "text":
-        return rng.choice(("a section about {}", "a short section on {}", "a section for {}")).format(block.heading.lower())
+        return rng.choice(("a section about {}", "a short section on {}", "a section for {}")).format(
+            block.heading.lower()
+        )
     if block.kind == "cta":
         return rng.choice(("a call-to-action section", "a call-to-action panel", "a prominent call-to-action"))
     if block.links and rng.random() < 0.7:

@@ -28,18 +28,47 @@ def plain_block(kind: str, title: str = "") -> Block:
     if kind == "nav":
         return Block("nav", "white", "gray-800", padding=4, links=("Home", "About", "Contact"))
     if kind == "hero":
-        return Block("hero", None, "gray-900", padding=12, heading=title or "Welcome", heading_size="4xl",
-                     paragraphs=("We are glad you are here.",), image=Image(1200, 400))  # fmt: skip
+        return Block(
+            "hero",
+            None,
+            "gray-900",
+            padding=12,
+            heading=title or "Welcome",
+            heading_size="4xl",
+            paragraphs=("We are glad you are here.",),
+            image=Image(1200, 400),
+        )
     if kind in ("columns", "cards"):
-        return Block(kind, None, "gray-900", padding=8, columns=3, items=tuple(plain_item(n) for n in (1, 2, 3)),
-                     item_bg="white" if kind == "cards" else None)  # fmt: skip
+        return Block(
+            kind,
+            None,
+            "gray-900",
+            padding=8,
+            columns=3,
+            items=tuple(plain_item(n) for n in (1, 2, 3)),
+            item_bg="white" if kind == "cards" else None,
+        )
     if kind == "cta":
-        return Block("cta", "gray-100", "gray-900", padding=12, heading=title or "Get in touch", heading_size="2xl",
-                     buttons=(Button("Contact Us", PLAIN_BUTTON_BG),))  # fmt: skip
+        return Block(
+            "cta",
+            "gray-100",
+            "gray-900",
+            padding=12,
+            heading=title or "Get in touch",
+            heading_size="2xl",
+            buttons=(Button("Contact Us", PLAIN_BUTTON_BG),),
+        )
     if kind == "footer":
         return Block("footer", "gray-800", "white", padding=6, paragraphs=("© 2024",))
-    return Block("text", None, "gray-900", padding=8, heading=title or "About Us", heading_size="2xl",
-                 paragraphs=("Learn more about what we do.",))  # fmt: skip
+    return Block(
+        "text",
+        None,
+        "gray-900",
+        padding=8,
+        heading=title or "About Us",
+        heading_size="2xl",
+        paragraphs=("Learn more about what we do.",),
+    )
 
 
 # How a description announces each kind of section, checked in this order on each of its phrases:
@@ -96,7 +125,9 @@ def _plain_for(kind: str, phrase: str, site_name: str) -> Block:
         return replace(plain_block("columns"), columns=count, items=tuple(Item(t, PLAIN_ITEM_TEXT) for t in titles))
     if kind == "cards":
         topic = re.search(r"\b(?:of|showing|for)\s+(.+)$", lower)
-        return replace(plain_block("cards"), heading=_title(topic.group(1)) if topic else "Featured", heading_size="2xl")
+        return replace(
+            plain_block("cards"), heading=_title(topic.group(1)) if topic else "Featured", heading_size="2xl"
+        )
     if kind == "text":
         topic = re.search(r"\b(?:about|on|for|to)\s+(.+)$", lower)
         return plain_block("text", _title(topic.group(1)) if topic else "")

@@ -47,11 +47,11 @@ import subprocess
 import tempfile
 import threading
 from collections import Counter, deque
+from collections.abc import Sequence
 from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -66,10 +66,12 @@ from sweetflow.params import RenderParams
 
 log = logging.getLogger(__name__)
 
+
 def page_url(html: str) -> str:
     """Where a page is served from: an origin of its own, the same for the same HTML (so the same
     page renders the same), unguessable from any other page."""
     return f"http://page-{hashlib.sha256(html.encode()).hexdigest()[:32]}.sweetflow.invalid/"
+
 
 FIXED_TIME = "2024-01-01T12:00:00Z"
 # mulberry32 with a fixed seed, installed before any script of the page runs.
@@ -233,7 +235,7 @@ class RenderPool:
 
     # -- lifecycle (caller's thread) ------------------------------------------------------------
 
-    def __enter__(self) -> "RenderPool":
+    def __enter__(self) -> RenderPool:
         self.start()
         return self
 
@@ -261,8 +263,10 @@ class RenderPool:
         self._executable = launcher or self.params.chromium
         self.isolation = ["network-namespace"] if launcher else []
         if launcher is None:
-            log.warning("Chromium runs without a network namespace (needs root or user namespaces): "
-                        "request interception and resolver rules are its only walls")  # fmt: skip
+            log.warning(
+                "Chromium runs without a network namespace (needs root or user namespaces): "
+                "request interception and resolver rules are its only walls"
+            )
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="render-pool", daemon=True)
         self._thread.start()
@@ -350,7 +354,7 @@ class RenderPool:
             self.stats["rendered"] += 1
             return png
 
-    async def _take_tab(self) -> "_Tab":
+    async def _take_tab(self) -> _Tab:
         """The oldest spare tab if it is whole and of the live browser, else a new tab; a new spare
         starts in its place."""
         spare = self._spares.popleft()
@@ -372,7 +376,7 @@ class RenderPool:
             await self._drop_browser()
             return await self._new_tab()
 
-    async def _new_tab(self) -> "_Tab":
+    async def _new_tab(self) -> _Tab:
         """A page in a new, empty browser context, serving whatever its `html` is set to at its `page_url`."""
         browser, generation = await self._live_browser()
         context = await browser.new_context(
@@ -395,7 +399,7 @@ class RenderPool:
         tab.page.on("crash", lambda _: setattr(tab, "crashed", True))
         return tab
 
-    async def _close(self, tab: "_Tab") -> None:
+    async def _close(self, tab: _Tab) -> None:
         """Close the tab's context: its pages and popups, and their renderer processes, end with it."""
         try:
             await asyncio.wait_for(tab.context.close(), CLOSE_TIMEOUT_S)

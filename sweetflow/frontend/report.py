@@ -34,7 +34,7 @@ class Pictures:
     _pool: object = None
     _similarity: object = None
 
-    def __enter__(self) -> "Pictures":
+    def __enter__(self) -> Pictures:
         scoring = self.params.frontend.scoring
         self._pool = RenderPool(scoring.render).__enter__()
         self._similarity = Similarity(scoring.similarity)

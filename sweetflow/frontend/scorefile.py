@@ -56,8 +56,11 @@ def score_frontend_file(
         target_shots = dict(zip(distinct, pool.render_many(distinct, desc="rendering targets")))
         scored = [i for i, t in enumerate(targets) if target_shots[t] is not None]
         scores = score_pages(
-            [answers[i] for i in scored], [target_shots[targets[i]] for i in scored], [targets[i] for i in scored],
-            pool, scorer,
+            [answers[i] for i in scored],
+            [target_shots[targets[i]] for i in scored],
+            [targets[i] for i in scored],
+            pool,
+            scorer,
         )
     similarities: list[float | None] = [None] * len(targets)
     designs: list[float | None] = [None] * len(targets)
@@ -77,9 +80,19 @@ def score_frontend_file(
         },
     }
     rows = pl.DataFrame(
-        {"line": lines, "similarity": similarities, "design": designs, "answer_status": answer_status,
-         "target_status": target_status},
-        schema={"line": pl.Int64, "similarity": pl.Float64, "design": pl.Float64, "answer_status": pl.Utf8,
-                "target_status": pl.Utf8},
+        {
+            "line": lines,
+            "similarity": similarities,
+            "design": designs,
+            "answer_status": answer_status,
+            "target_status": target_status,
+        },
+        schema={
+            "line": pl.Int64,
+            "similarity": pl.Float64,
+            "design": pl.Float64,
+            "answer_status": pl.Utf8,
+            "target_status": pl.Utf8,
+        },
     )
     return summary, rows

@@ -36,8 +36,12 @@ def score_pages(
     scored = [i for i, t in enumerate(targets) if t is not None]
     answer_shots, target_shots = [shots.get(pages[i]) for i in scored], [targets[i] for i in scored]
     values = dict(zip(scored, similarity(answer_shots, target_shots)))
-    designs = dict(zip(scored, design_scores(answer_shots, target_shots, [pages[i] for i in scored],
-                                             [target_pages[i] for i in scored])))  # fmt: skip
+    designs = dict(
+        zip(
+            scored,
+            design_scores(answer_shots, target_shots, [pages[i] for i in scored], [target_pages[i] for i in scored]),
+        )
+    )
     out = []
     for i, page in enumerate(pages):
         if targets[i] is None:

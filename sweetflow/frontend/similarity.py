@@ -28,8 +28,8 @@ counts half, so a method against itself scores 0.5 (as GPT-4o's 50.0 against its
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from PIL import Image
@@ -146,7 +146,9 @@ class Similarity:
             raise ValueError(f"{len(answers)} answers but {len(targets)} targets")
         missing = [i for i, t in enumerate(targets) if t is None]
         if missing:
-            raise ValueError(f"targets {missing[:10]} have no screenshot; a target that fails to render cannot be scored")
+            raise ValueError(
+                f"targets {missing[:10]} have no screenshot; a target that fails to render cannot be scored"
+            )
         # Each distinct screenshot is decoded (and embedded) once: targets repeat across samples of a task.
         images = {png: load_image(png) for png in {*targets, *(a for a in answers if a is not None)}}
         if self._clip is not None:

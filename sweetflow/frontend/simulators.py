@@ -22,8 +22,8 @@ import base64
 import hashlib
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from sweetflow.dialogue import AGENT, Message
 from sweetflow.frontend.compare import compare
@@ -97,7 +97,10 @@ def design_human_chat(task: dict, agent_message: str, agent_png: bytes, target_p
         {"type": "image_url", "image_url": {"url": png_data_url(agent_png)}},
         {"type": "text", "text": "The page you want:"},
         {"type": "image_url", "image_url": {"url": png_data_url(target_png)}},
-        {"type": "text", "text": (f"The designer wrote: {words}\n\n" if words else "") + "How does their version differ from yours?"},
+        {
+            "type": "text",
+            "text": (f"The designer wrote: {words}\n\n" if words else "") + "How does their version differ from yours?",
+        },
     ]
     system = DESIGN_HUMAN_SYSTEM_PROMPT.format(limit=limit, problem=task["problem_description"])
     return [{"role": "system", "content": system}, {"role": "user", "content": content}]

@@ -73,13 +73,15 @@ def _generate_split(n: int, rng: random.Random, seen: set[str], advance) -> list
             continue
         duplicates = 0
         seen.add(html)
-        tasks.append({
-            "task_id": content_id("frontend", html),
-            "site": drawn.site.kind,
-            "problem_description": drawn.description,
-            "ground_truth": html,
-            "spec": page_to_json(drawn.page),
-        })  # fmt: skip
+        tasks.append(
+            {
+                "task_id": content_id("frontend", html),
+                "site": drawn.site.kind,
+                "problem_description": drawn.description,
+                "ground_truth": html,
+                "spec": page_to_json(drawn.page),
+            }
+        )
         advance()
     return tasks
 

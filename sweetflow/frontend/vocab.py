@@ -437,5 +437,16 @@ SITES = (
     ),
 )
 
-ADJECTIVES = ("clean", "modern", "minimalist", "warm", "bold", "elegant", "friendly", "professional", "simple", "vibrant")
+ADJECTIVES = (
+    "clean",
+    "modern",
+    "minimalist",
+    "warm",
+    "bold",
+    "elegant",
+    "friendly",
+    "professional",
+    "simple",
+    "vibrant",
+)
 COPYRIGHT = ("© 2024 {name}. All rights reserved.", "© 2024 {name}", "Copyright 2024 {name}")

@@ -25,6 +25,7 @@ ROLES = ("system", "user", "assistant")
 # Specials come first so that their ids (0..6) do not depend on the corpus.
 SPECIAL_TOKENS = [PAD, BOS, EOS] + [f"<|{role}|>" for role in ROLES]
 
+
 # The policy's instructions are left out of system messages, and whatever else a system message
 # holds (the critic's training-time information) is kept: a model trained from scratch cannot read
 # instructions, and they would be a quarter of every sequence it trains on and generates from. The

@@ -23,10 +23,7 @@ NO_PAGE = ("no_html", "render_failed")  # the frontend's statuses of an answer s
 
 def _agent_said(path: Path) -> dict[tuple[str, int], tuple[str, ...]]:
     frame = pl.read_parquet(path, columns=["task_id", "sample", "dialogue"])
-    return {
-        (t, s): tuple(turn["content"] for turn in d if turn["role"] == AGENT)
-        for t, s, d in frame.iter_rows()
-    }
+    return {(t, s): tuple(turn["content"] for turn in d if turn["role"] == AGENT) for t, s, d in frame.iter_rows()}
 
 
 def moved_from_base(evaluations: Path, method: str) -> float | None:
@@ -65,11 +62,16 @@ def behaviour_rows(evaluations: Path, metrics: dict[str, dict]) -> list[dict]:
     for method, data in metrics.items():
         if "seeds" not in data:
             continue
-        rows.append({
-            "method": method, "moved_from_base": None if method == BASE else moved_from_base(evaluations, method),
-            **{k: data.get(k) for k in FAILURES},
-            "no_page": no_page_share(evaluations, method),
-            "context_full": data["context_full"] / data["count"] if data.get("count") and "context_full" in data else None,
-            "mean_turns": data.get("mean_turns"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "method": method,
+                "moved_from_base": None if method == BASE else moved_from_base(evaluations, method),
+                **{k: data.get(k) for k in FAILURES},
+                "no_page": no_page_share(evaluations, method),
+                "context_full": data["context_full"] / data["count"]
+                if data.get("count") and "context_full" in data
+                else None,
+                "mean_turns": data.get("mean_turns"),
+            }
+        )
     return rows

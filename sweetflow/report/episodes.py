@@ -52,16 +52,28 @@ def dialogues(
             used.add(row["task_id"])
             turns = [{"role": t["role"], "text": t["content"]} for t in row["dialogue"]]
             entry = {
-                "method": method, "seed": row["seed_index"], "task": row["task_id"], "sample": row["sample"],
-                "reward": row["reward"], "success": row["success"], "ended_by": row["ended_by"],
-                "failure": row["failure"], "outcome": report.outcome(row["reward"], row["success"], row["failure"]),
-                "answer": row["answer"], "turns": turns,
-            }  # fmt: skip
+                "method": method,
+                "seed": row["seed_index"],
+                "task": row["task_id"],
+                "sample": row["sample"],
+                "reward": row["reward"],
+                "success": row["success"],
+                "ended_by": row["ended_by"],
+                "failure": row["failure"],
+                "outcome": report.outcome(row["reward"], row["success"], row["failure"]),
+                "answer": row["answer"],
+                "turns": turns,
+            }
             entry.update(report.episode_details(task, row, turns, pictures))
             episodes.append(entry)
     shown = {task_id: task_entry(report, tasks[task_id], pictures) for task_id in sorted(used)}
-    return {"domain": report.name, "methods": list(methods), "tasks": shown, "episodes": episodes,
-            "frontend_limit": report.dialogue_limit}  # fmt: skip
+    return {
+        "domain": report.name,
+        "methods": list(methods),
+        "tasks": shown,
+        "episodes": episodes,
+        "frontend_limit": report.dialogue_limit,
+    }
 
 
 def read_table(path: Path) -> pl.DataFrame | None:
@@ -82,8 +94,12 @@ def sweet_states(data: Path, tasks: dict[str, dict]) -> dict | None:
     states = list(dict.fromkeys(checked + sorted(candidates["state_id"].unique().to_list())))[:MAX_STATES]
     chosen = candidates.filter(pl.col("state_id").is_in(states))
     dialogues = {(t, s): d for t, s, d in rollout.select("task_id", "sample", "dialogue").iter_rows()}
-    scores = {c: _by_state(read_table(data / "ranked" / c / "candidates.parquet"), ["candidate", "score"]) for c in critics}
-    pairs = {c: _by_state(read_table(data / "step_pairs" / c / "pairs.parquet"), ["chosen", "rejected"]) for c in critics}
+    scores = {
+        c: _by_state(read_table(data / "ranked" / c / "candidates.parquet"), ["candidate", "score"]) for c in critics
+    }
+    pairs = {
+        c: _by_state(read_table(data / "step_pairs" / c / "pairs.parquet"), ["chosen", "rejected"]) for c in critics
+    }
     labels = _by_state(read_table(data / "candidate_labels" / "labels.parquet"), ["candidate", "kind", "good"])
     played = {c: _played_out(data / "critic_check" / c, picked[c]) for c in critics}
     out = []
@@ -93,20 +109,35 @@ def sweet_states(data: Path, tasks: dict[str, dict]) -> dict | None:
         task = tasks.get(first["task_id"], {})
         prefix = dialogues.get((first["task_id"], first["sample"]), [])[: first["position"]]
         kinds = {c: (k, g) for c, k, g in labels.get(state_id, [])}
-        out.append({
-            "state": state_id, "task": first["task_id"], "turn": first["turn"],
-            "family": task.get("family") or task.get("site") or "—",
-            "request": task.get("problem_description", ""),
-            "facts": [f["fact"] for f in task.get("facts") or []],
-            "dialogue": [{"role": t["role"], "text": t["content"]} for t in prefix],
-            "candidates": [{"index": c, "message": m, "kind": kinds.get(c, (None, None))[0], "good": kinds.get(c, (None, None))[1]}
-                           for c, m in rows.select("candidate", "message").iter_rows()],
-            "scores": {c: {str(i): s for i, s in scores[c].get(state_id, [])} for c in critics},
-            "pairs": {c: [list(p) for p in pairs[c].get(state_id, [])] for c in critics},
-            "played_out": {c: played[c][state_id] for c in critics if state_id in played[c]},
-        })  # fmt: skip
-    return {"critics": critics, "states": out, "total_states": candidates["state_id"].n_unique(),
-            "per_state": int(candidates.group_by("state_id").len()["len"].max())}  # fmt: skip
+        out.append(
+            {
+                "state": state_id,
+                "task": first["task_id"],
+                "turn": first["turn"],
+                "family": task.get("family") or task.get("site") or "—",
+                "request": task.get("problem_description", ""),
+                "facts": [f["fact"] for f in task.get("facts") or []],
+                "dialogue": [{"role": t["role"], "text": t["content"]} for t in prefix],
+                "candidates": [
+                    {
+                        "index": c,
+                        "message": m,
+                        "kind": kinds.get(c, (None, None))[0],
+                        "good": kinds.get(c, (None, None))[1],
+                    }
+                    for c, m in rows.select("candidate", "message").iter_rows()
+                ],
+                "scores": {c: {str(i): s for i, s in scores[c].get(state_id, [])} for c in critics},
+                "pairs": {c: [list(p) for p in pairs[c].get(state_id, [])] for c in critics},
+                "played_out": {c: played[c][state_id] for c in critics if state_id in played[c]},
+            }
+        )
+    return {
+        "critics": critics,
+        "states": out,
+        "total_states": candidates["state_id"].n_unique(),
+        "per_state": int(candidates.group_by("state_id").len()["len"].max()),
+    }
 
 
 def _by_state(frame: pl.DataFrame | None, columns: list[str]) -> dict[str, list[tuple]]:
@@ -126,7 +157,11 @@ def _played_out(directory: Path, picked: pl.DataFrame | None) -> dict[str, dict]
         return {}
     means = dict(episodes.group_by("task_id").agg(pl.col("reward").mean()).iter_rows())
     return {
-        s: {"best": b, "worst": w, "best_reward": means.get(f"{s}{SEPARATOR}{b}"),
-            "worst_reward": means.get(f"{s}{SEPARATOR}{w}")}
+        s: {
+            "best": b,
+            "worst": w,
+            "best_reward": means.get(f"{s}{SEPARATOR}{b}"),
+            "worst_reward": means.get(f"{s}{SEPARATOR}{w}"),
+        }
         for s, b, w in picked.select("state_id", "best", "worst").iter_rows()
     }

@@ -62,9 +62,13 @@ def read_task_means(directory: Path, column: str, reference: dict[str, float] | 
 
 
 def paired_bootstrap(
-    a: dict[str, float], b: dict[str, float], names: tuple[str, str] = ("a", "b"),
-    resamples: int = 10_000, level: float = 0.95, seed: int = 0,
-) -> Interval:  # fmt: skip
+    a: dict[str, float],
+    b: dict[str, float],
+    names: tuple[str, str] = ("a", "b"),
+    resamples: int = 10_000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Interval:
     """The interval of mean(A − B) over tasks, by resampling tasks with replacement."""
     if a.keys() != b.keys():
         only = sorted(a.keys() ^ b.keys())
@@ -81,9 +85,12 @@ def paired_bootstrap(
 
 
 def method_intervals(
-    evaluations: Path, column: str, comparisons=COMPARISONS, measure: str | None = None,
+    evaluations: Path,
+    column: str,
+    comparisons=COMPARISONS,
+    measure: str | None = None,
     reference: dict[str, float] | None = None,
-) -> list[Interval]:  # fmt: skip
+) -> list[Interval]:
     """Every comparison whose two methods have been evaluated under `evaluations/<method>/`, of their
     `column` or, given each task's `reference` score, of their wins against it."""
     means = {m: read_task_means(evaluations / m, column, reference) for pair in comparisons for m in pair}

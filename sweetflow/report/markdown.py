@@ -26,8 +26,10 @@ def goal_sentences(check: dict, report: DomainReport) -> list[str]:
         spread = f"{gap}; the seed spread cannot be estimated: SWEET-RL and MT-DPO need at least two seeds each."
     else:
         verdict = "**holds**" if check["gap_exceeds_spread"] else "**does not hold**"
-        spread = (f"{gap}; the seed spread, defined as the larger of the two methods' sample standard "
-                  f"deviations of {name} over seeds, is {check['spread'] * 100:.1f} points: gap > spread {verdict}.")  # fmt: skip
+        spread = (
+            f"{gap}; the seed spread, defined as the larger of the two methods' sample standard "
+            f"deviations of {name} over seeds, is {check['spread'] * 100:.1f} points: gap > spread {verdict}."
+        )
     return [ordering, spread]
 
 
@@ -47,9 +49,11 @@ def render_markdown(results: list[DomainResults], seeds: list[int], plots: str) 
     out = [
         "# sweetflow results: SWEET-RL on ColBench",
         "",
-        (f"Each trained policy is trained, and each checkpoint evaluated, once per seed over "
-         f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} ({', '.join(map(str, seeds))}); "
-         f"the scripted agents run once."),
+        (
+            f"Each trained policy is trained, and each checkpoint evaluated, once per seed over "
+            f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} ({', '.join(map(str, seeds))}); "
+            f"the scripted agents run once."
+        ),
         "",
         "The paper's numbers (arXiv 2503.15478) are for Llama-3.1-8B on the official ColBench. They are not "
         "comparable with this project's tiny default (a sub-million-parameter policy on procedurally generated "
@@ -90,8 +94,11 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
     out += ["", f"GPT-4o, collaborative, in the paper: {report.gpt4o[0]} / {report.gpt4o[1]}.", ""]
     counts = sorted({row.n_seeds for row in r.rows if row.ran and row.stds[0] is not None})
     if counts and [len(seeds)] != counts:
-        out += [f"Note: params list {len(seeds)} seeds but the evaluated checkpoints have "
-                f"{', '.join(map(str, counts))}; rerun the pipeline for the current seeds.", ""]  # fmt: skip
+        out += [
+            f"Note: params list {len(seeds)} seeds but the evaluated checkpoints have "
+            f"{', '.join(map(str, counts))}; rerun the pipeline for the current seeds.",
+            "",
+        ]
     if r.reference is None:
         out += ["References scored as answers (sanity check of the benchmark): not run.", ""]
     else:
@@ -119,15 +126,19 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
         ]
         for c in r.critics:
             pairs = "—" if c["pairs"] is None else f"{c['pairs']:.0f}"
-            acc, good, info, inv = (("—" if c[k] is None else _pct(c[k])) for k in
-                                    ("heldout_accuracy", "good_vs_bad_accuracy", "informative_pair_share",
-                                     "inverted_pair_share"))  # fmt: skip
+            acc, good, info, inv = (
+                ("—" if c[k] is None else _pct(c[k]))
+                for k in ("heldout_accuracy", "good_vs_bad_accuracy", "informative_pair_share", "inverted_pair_share")
+            )
             agree = "—" if c["ranking_agreement"] is None else _pct(c["ranking_agreement"])
             if c["states_decided"] is not None and c["ranking_agreement"] is not None:
                 agree += f" ({c['states_decided']:.0f})"
             corr = "—" if c.get("score_length_corr") is None else f"{c['score_length_corr']:+.2f}"
-            tokens = ("—" if c.get("chosen_tokens") is None or c.get("rejected_tokens") is None
-                      else f"{c['chosen_tokens']:.0f} / {c['rejected_tokens']:.0f}")  # fmt: skip
+            tokens = (
+                "—"
+                if c.get("chosen_tokens") is None or c.get("rejected_tokens") is None
+                else f"{c['chosen_tokens']:.0f} / {c['rejected_tokens']:.0f}"
+            )
             out.append(f"| `{c['critic']}` | {pairs} | {acc} | {good} | {info} | {inv} | {agree} | {corr} | {tokens} |")
         out.append("")
     return out
@@ -136,11 +147,19 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
 def behaviour_table(r: DomainResults) -> list[str]:
     """Movement from the base policy and what the domain adds (backend: the failure breakdown;
     frontend: answers without a page, full contexts and dialogue lengths) of each method evaluated per seed."""
-    moved = ("Moved: the share of test dialogues that differ from the zero-shot dialogue drawn with the same "
-             "random numbers (0 for an untrained copy of the base).")  # fmt: skip
+    moved = (
+        "Moved: the share of test dialogues that differ from the zero-shot dialogue drawn with the same "
+        "random numbers (0 for an untrained copy of the base)."
+    )
     columns = r.report.behaviour_columns
-    out = [f"### How the policies behave ({r.domain})", "", f"{moved} {r.report.behaviour_note}", "",
-           "| method | " + " | ".join(c.header for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]  # fmt: skip
+    out = [
+        f"### How the policies behave ({r.domain})",
+        "",
+        f"{moved} {r.report.behaviour_note}",
+        "",
+        "| method | " + " | ".join(c.header for c in columns) + " |",
+        "|---" * (len(columns) + 1) + "|",
+    ]
     for b in r.behaviour:
         cells = ["—" if b[c.key] is None else _pct(b[c.key]) if c.share else f"{b[c.key]:.1f}" for c in columns]
         out.append(f"| {label(b['method'])} | " + " | ".join(cells) + " |")
@@ -154,8 +173,11 @@ def interval_table(r: DomainResults) -> list[str]:
     out = [f"### Paired differences ({r.domain})", ""]
     for measure in dict.fromkeys(i.measure for i in r.intervals):
         rows = [i for i in r.intervals if i.measure == measure]
-        what = (f"mean {measure}" if measure != "win rate" else
-                "win rate against the page made from the description alone (a win 1, a tie ½)")  # fmt: skip
+        what = (
+            f"mean {measure}"
+            if measure != "win rate"
+            else "win rate against the page made from the description alone (a win 1, a tie ½)"
+        )
         out += [
             f"Per task, the {what} over seeds and samples of one method minus the other's, averaged over "
             f"the {rows[0].tasks} test tasks; {level} intervals from resampling tasks (paired bootstrap). "
@@ -166,8 +188,10 @@ def interval_table(r: DomainResults) -> list[str]:
         ]
         for i in rows:
             resolved = "yes" if i.excludes_zero else "no"
-            out.append(f"| {label(i.a)} − {label(i.b)} | {i.difference * 100:+.1f} "
-                       f"| [{i.low * 100:+.1f}, {i.high * 100:+.1f}] | {resolved} |")  # fmt: skip
+            out.append(
+                f"| {label(i.a)} − {label(i.b)} | {i.difference * 100:+.1f} "
+                f"| [{i.low * 100:+.1f}, {i.high * 100:+.1f}] | {resolved} |"
+            )
         out.append("")
     return out
 

@@ -12,6 +12,7 @@ from sweetflow.report.read import DomainResults, read_curve
 
 DPI = 100
 
+
 def _save(fig: Figure, path: Path) -> None:
     # No "Software" text chunk (it carries matplotlib's version): the same data gives the same bytes.
     fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None})

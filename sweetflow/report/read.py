@@ -119,9 +119,11 @@ def table_rows(methods: dict[str, Row], report: DomainReport, trained: bool = Tr
 CRITIC_FIELDS = {  # stage report directory -> (row field, metrics key)
     "critics": (("pairs", "train_pairs"), ("heldout_accuracy", "heldout_accuracy")),
     "critic_check": (("ranking_agreement", "ranking_agreement"), ("states_decided", "states_decided")),
-    "critic_quality": (("good_vs_bad_accuracy", "good_vs_bad_accuracy"),
-                       ("informative_pair_share", "informative_pair_share"),
-                       ("inverted_pair_share", "inverted_pair_share")),
+    "critic_quality": (
+        ("good_vs_bad_accuracy", "good_vs_bad_accuracy"),
+        ("informative_pair_share", "informative_pair_share"),
+        ("inverted_pair_share", "inverted_pair_share"),
+    ),
 }
 
 
@@ -155,10 +157,13 @@ def critic_length_bias(data: Path, critic: str) -> dict:
     if not (candidates.is_file() and ranked.is_file()):
         return out
     lengths = pl.read_parquet(candidates, columns=["state_id", "candidate", "n_tokens"])
-    scored = lengths.join(pl.read_parquet(ranked, columns=["state_id", "candidate", "score"]), on=["state_id", "candidate"])
+    scored = lengths.join(
+        pl.read_parquet(ranked, columns=["state_id", "candidate", "score"]), on=["state_id", "candidate"]
+    )
     centred = scored.select(
-        (pl.col(c).cast(pl.Float64) - pl.col(c).cast(pl.Float64).mean().over("state_id")).alias(c) for c in ("score", "n_tokens")
-    )  # fmt: skip
+        (pl.col(c).cast(pl.Float64) - pl.col(c).cast(pl.Float64).mean().over("state_id")).alias(c)
+        for c in ("score", "n_tokens")
+    )
     if centred.height > 2 and centred["score"].std() > 0 and centred["n_tokens"].std() > 0:
         out["score_length_corr"] = centred.select(pl.corr("score", "n_tokens")).item()
     pairs = data / "step_pairs" / critic / "pairs.parquet"
@@ -206,8 +211,9 @@ def find_curves(stage_reports: Path, prefix: str = "") -> list[tuple[str, list[t
     for d in _subdirs(stage_reports / "policies"):
         seeds = [s for s in _subdirs(d / "plots") if s.name.startswith("seed") and s.name[4:].isdigit()]
         seeds.sort(key=lambda s: int(s.name[4:]))
-        panel(f"policy {d.name}", [(s.name.replace("seed", "seed "), s / "metrics" / "train" / "loss.tsv")
-                                   for s in seeds])  # fmt: skip
+        panel(
+            f"policy {d.name}", [(s.name.replace("seed", "seed "), s / "metrics" / "train" / "loss.tsv") for s in seeds]
+        )
     return panels
 
 
@@ -226,8 +232,11 @@ def goal_check(rows: list[Row], report: DomainReport) -> dict:
     if missing:
         return {"made": False, "missing": missing, "metric": report.headline[k]}
     s = {m: ran[m].means[k] for m in needed}
-    links = [("sweet", "mtdpo", s["sweet"] > s["mtdpo"]), ("mtdpo", "rft", s["mtdpo"] > s["rft"]),
-             ("rft", "zero_shot", s["rft"] >= s["zero_shot"])]  # fmt: skip
+    links = [
+        ("sweet", "mtdpo", s["sweet"] > s["mtdpo"]),
+        ("mtdpo", "rft", s["mtdpo"] > s["rft"]),
+        ("rft", "zero_shot", s["rft"] >= s["zero_shot"]),
+    ]
     # A spread needs at least two seeds of both methods; a single run has no std.
     multi_seed = all(ran[m].n_seeds >= 2 for m in ("sweet", "mtdpo"))
     spread = max(ran["sweet"].stds[k], ran["mtdpo"].stds[k]) if multi_seed else None
@@ -276,7 +285,9 @@ def read_domain(
     report = get_domain_report(domain)
     methods = read_methods(reports / domain, report)
     rows = table_rows(methods, report, trained)
-    critics = [c | critic_length_bias(evaluations.parent, c["critic"]) for c in read_critics(reports / domain / "stages")]
+    critics = [
+        c | critic_length_bias(evaluations.parent, c["critic"]) for c in read_critics(reports / domain / "stages")
+    ]
     intervals = method_intervals(evaluations, report.episode_column, measure=report.episode_measure)
     if report.paired_wins and intervals and test_tasks is not None and test_tasks.is_file():
         if episodes_have(evaluations, "win"):  # each episode's win, by the metric the evaluations chose

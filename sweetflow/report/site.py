@@ -22,8 +22,8 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow.params import Params
 from sweetflow.domain_report import get_domain_report
+from sweetflow.params import Params
 from sweetflow.report.episodes import dialogues, read_episodes, sweet_states
 from sweetflow.report.intervals import Interval
 from sweetflow.report.markdown import cell, goal_sentences
@@ -103,19 +103,25 @@ def intervals_table(intervals: list[Interval], name: str) -> str:
         for i in intervals
     )
     level = f"{intervals[0].level * 100:.0f}%"
-    return (f'<h3>Paired differences in {html.escape(name)} (points)</h3>'
-            f'<table class="intervals"><thead><tr><th>comparison</th><th>difference</th><th>{level} interval '
-            f"(task bootstrap)</th><th>tasks</th><th>excludes 0</th></tr></thead><tbody>{rows}</tbody></table>")  # fmt: skip
+    return (
+        f"<h3>Paired differences in {html.escape(name)} (points)</h3>"
+        f'<table class="intervals"><thead><tr><th>comparison</th><th>difference</th><th>{level} interval '
+        f"(task bootstrap)</th><th>tasks</th><th>excludes 0</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
 def index_page(results: list[DomainResults], plots: list[tuple[str, str]], links: list[tuple[str, str]]) -> str:
     """The front page: each domain's table and intervals, the plots, the other pages."""
     body = ["<p>This run's results. Each page of the site opens from disk; nothing is fetched.</p>"]
     if links:
-        body.append("<ul class=\"pages\">" + "".join(f'<li><a href="{h}">{html.escape(t)}</a></li>' for h, t in links) + "</ul>")
+        body.append(
+            '<ul class="pages">' + "".join(f'<li><a href="{h}">{html.escape(t)}</a></li>' for h, t in links) + "</ul>"
+        )
     body += [results_section(r) for r in results]
     for src, alt in plots:
-        body.append(f'<figure><img src="{src}" alt="{html.escape(alt)}"><figcaption>{html.escape(alt)}</figcaption></figure>')
+        body.append(
+            f'<figure><img src="{src}" alt="{html.escape(alt)}"><figcaption>{html.escape(alt)}</figcaption></figure>'
+        )
     return page("sweetflow: SWEET-RL on ColBench", "\n".join(body), nav=[("index.html", "results"), *links])
 
 
@@ -154,8 +160,14 @@ def read_tasks_by_id(paths: list[Path]) -> dict[str, dict]:
     return {t["task_id"]: t for p in paths if p.is_file() for t in pl.read_parquet(p).to_dicts()}
 
 
-def write_domain_pages(site: Path, domain: str, methods: dict[str, pl.DataFrame], tasks: dict[str, dict],
-                       params: Params, states: dict | None = None) -> list[tuple[str, str]]:  # fmt: skip
+def write_domain_pages(
+    site: Path,
+    domain: str,
+    methods: dict[str, pl.DataFrame],
+    tasks: dict[str, dict],
+    params: Params,
+    states: dict | None = None,
+) -> list[tuple[str, str]]:
     """The dialogues page of `methods`' episodes and, given `states`, the SWEET-RL page; their links.
     The domain draws its pictures (frontend pages: with the run's renderer and similarity, params
     frontend.scoring)."""
@@ -177,16 +189,24 @@ def write_domain_pages(site: Path, domain: str, methods: dict[str, pl.DataFrame]
     return links
 
 
-def write_run_site(site: Path, results: list[DomainResults], plots: list[tuple[Path, str]], params: Params,
-                   data_root: Path = Path("data")) -> None:  # fmt: skip
+def write_run_site(
+    site: Path,
+    results: list[DomainResults],
+    plots: list[tuple[Path, str]],
+    params: Params,
+    data_root: Path = Path("data"),
+) -> None:
     """The site of a run: the results, the plots (copied in), each domain's test dialogues and, for
     trained domains, SWEET-RL at sampled states."""
     copy_assets(site)
     links = []
     for r in results:
         data = data_root / r.domain
-        methods = {m: f for m in _method_order(data / "evaluations")
-                   if (f := read_episodes(data / "evaluations" / m)) is not None}  # fmt: skip
+        methods = {
+            m: f
+            for m in _method_order(data / "evaluations")
+            if (f := read_episodes(data / "evaluations" / m)) is not None
+        }
         tasks = read_tasks_by_id([data / "tasks" / "test.parquet"])
         train = read_tasks_by_id([data / "tasks" / "train.parquet"])
         states = sweet_states(data, train) if r.domain in params.train_domains else None
@@ -205,13 +225,22 @@ def write_view_site(site: Path, domain: str, trajectories: Path, tasks: Path, pa
     copy_assets(site)
     links = write_domain_pages(site, domain, {method: frame}, read_tasks_by_id([tasks]), params)
     _navigate(site, links)
-    (site / "index.html").write_text(page(f"sweetflow: {trajectories.name}", "<ul class=\"pages\">" + "".join(
-        f'<li><a href="{h}">{html.escape(t)}</a></li>' for h, t in links) + "</ul>", nav=links))  # fmt: skip
+    (site / "index.html").write_text(
+        page(
+            f"sweetflow: {trajectories.name}",
+            '<ul class="pages">' + "".join(f'<li><a href="{h}">{html.escape(t)}</a></li>' for h, t in links) + "</ul>",
+            nav=links,
+        )
+    )
 
 
 def _navigate(site: Path, links: list[tuple[str, str]]) -> None:
     """Give every page but the index the navigation to all of them."""
-    nav = "<nav>" + " ".join(f'<a href="{h}">{html.escape(t)}</a>' for h, t in [("index.html", "results"), *links]) + "</nav>"
+    nav = (
+        "<nav>"
+        + " ".join(f'<a href="{h}">{html.escape(t)}</a>' for h, t in [("index.html", "results"), *links])
+        + "</nav>"
+    )
     for href, _ in links:
         path = site / href
         path.write_text(path.read_text().replace("<nav></nav>", nav, 1))

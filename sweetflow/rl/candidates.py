@@ -34,8 +34,15 @@ def candidate_seed(seed: int, state_id: str, candidate: int) -> int:
 
 
 def generate_candidates(
-    agent: Agent, tasks: dict[str, dict], trajectories: pl.DataFrame, states: pl.DataFrame, n: int, seed: int,
-    chunk: int = 128, *, max_turns: int,
+    agent: Agent,
+    tasks: dict[str, dict],
+    trajectories: pl.DataFrame,
+    states: pl.DataFrame,
+    n: int,
+    seed: int,
+    chunk: int = 128,
+    *,
+    max_turns: int,
 ) -> tuple[pl.DataFrame, int]:
     """`n` actions of `agent` at each state (CANDIDATE_SCHEMA rows) and how many generations failed
     (e.g. a prompt longer than the model's context); a failed candidate is left out. The log-probs
@@ -53,8 +60,16 @@ def generate_candidates(
             part = jobs[start : start + chunk]
             for (state, k, _), turn in zip(part, agent.act([view for _, _, view in part])):
                 if isinstance(turn, AgentTurn):
-                    rows.append({**state, "candidate": k, "message": turn.message, "logprob_sum": turn.logprob_sum,
-                                 "logprob_mean": turn.logprob_mean, "n_tokens": turn.n_tokens})  # fmt: skip
+                    rows.append(
+                        {
+                            **state,
+                            "candidate": k,
+                            "message": turn.message,
+                            "logprob_sum": turn.logprob_sum,
+                            "logprob_mean": turn.logprob_mean,
+                            "n_tokens": turn.n_tokens,
+                        }
+                    )
                 else:
                     failed += 1
             bar.update(len(part))

@@ -21,6 +21,7 @@ from sweetflow.dialogue import AGENT
 
 SEPARATOR = "#"  # episode task ids are "<state_id>#<candidate>"
 
+
 def pick_extremes(ranked: pl.DataFrame, states: int, seed: int) -> pl.DataFrame:
     """For `states` states drawn at random among those with two differently scored candidates: the
     best and the worst candidate (columns state_id, best, worst, best_score, worst_score)."""

@@ -22,8 +22,9 @@ def good_vs_bad_accuracy(ranked: pl.DataFrame, labels: pl.DataFrame) -> dict:
     good = scored.filter(pl.col("good")).select("state_id", good_score="score")
     bad = scored.filter(~pl.col("good")).select("state_id", bad_score="score")
     combos = good.join(bad, on="state_id")
-    wins = ((combos["good_score"] > combos["bad_score"]).cast(pl.Float64)
-            + 0.5 * (combos["good_score"] == combos["bad_score"]).cast(pl.Float64))  # fmt: skip
+    wins = (combos["good_score"] > combos["bad_score"]).cast(pl.Float64) + 0.5 * (
+        combos["good_score"] == combos["bad_score"]
+    ).cast(pl.Float64)
     mixed = scored.group_by("state_id").agg(pl.col("good").any() & (~pl.col("good")).any())
     return {
         "states": mixed.height,

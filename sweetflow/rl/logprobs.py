@@ -106,9 +106,12 @@ def _shared_prefix_logps(
     last = prefix_len - 1  # the prefix position whose logits predict the suffix's first token
     keep = torch.unique(last)  # only these positions' logits: a long prefix's [L, V] logits are huge
     out = model(
-        input_ids=prefix_ids, attention_mask=prefix_mask, position_ids=_positions(prefix_mask),
-        use_cache=True, logits_to_keep=keep,
-    )  # fmt: skip
+        input_ids=prefix_ids,
+        attention_mask=prefix_mask,
+        position_ids=_positions(prefix_mask),
+        use_cache=True,
+        logits_to_keep=keep,
+    )
     if out.past_key_values is None:
         raise ValueError("the model returned no cache (gradient checkpointing?): collate with collate_segmented")
     first_logits = out.logits[torch.arange(len(last), device=last.device), torch.searchsorted(keep, last)][group]
@@ -121,9 +124,13 @@ def _shared_prefix_logps(
     # Suffix token 0 is predicted by its prefix's last logits; token t > 0 by the suffix's logits at t − 1.
     first = _label_logprob(first_logits.float(), suffix_ids[:, 0])
     rest = forward_logprobs(
-        model, suffix_ids, torch.cat([torch.zeros_like(scored[:, :1]), scored[:, 1:]], dim=1),
-        attention_mask=attention, position_ids=positions, cache=cache,
-    )  # fmt: skip
+        model,
+        suffix_ids,
+        torch.cat([torch.zeros_like(scored[:, :1]), scored[:, 1:]], dim=1),
+        attention_mask=attention,
+        position_ids=positions,
+        cache=cache,
+    )
     token_logps = torch.cat([torch.where(scored[:, 0], first, 0.0)[:, None], rest[:, 1:]], dim=1)
     return segment_logp_sums(token_logps, segment_ids, num_segments)
 

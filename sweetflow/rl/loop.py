@@ -72,8 +72,12 @@ class BatchLayout:
     accumulation: int
 
     def record(self) -> dict[str, int]:
-        return {"effective_batch": self.effective, "micro_batch": self.micro, "processes": self.processes,
-                "accumulation_steps": self.accumulation}  # fmt: skip
+        return {
+            "effective_batch": self.effective,
+            "micro_batch": self.micro,
+            "processes": self.processes,
+            "accumulation_steps": self.accumulation,
+        }
 
 
 def batch_layout(batch_size: int, micro: int | None, processes: int, name: str) -> BatchLayout:
@@ -115,9 +119,12 @@ def with_lora(model, lora: LoraParams):
     from peft import LoraConfig, get_peft_model  # only runs that ask for adapters need peft
 
     config = LoraConfig(
-        r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=lora.target_modules,
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=lora.target_modules,
         task_type="CAUSAL_LM",
-    )  # fmt: skip
+    )
     return get_peft_model(model, config)
 
 
@@ -160,8 +167,15 @@ def launch(p: TrainingParams) -> None:
     the trained weights, reproducible."""
     if p.accelerate_config and "ACCELERATE_MIXED_PRECISION" not in os.environ:  # not yet under a launcher
         module = sys.modules["__main__"].__spec__.name
-        launcher = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", p.accelerate_config,
-                    "--num_processes", str(launch_processes(p))]  # fmt: skip
+        launcher = [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            "--config_file",
+            p.accelerate_config,
+            "--num_processes",
+            str(launch_processes(p)),
+        ]
         os.execv(sys.executable, launcher + ["-m", module, *sys.argv[1:]])
     if p.threads:
         torch.set_num_threads(p.threads)

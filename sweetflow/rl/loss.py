@@ -102,9 +102,13 @@ class PreferenceLoss(nn.Module):
     """
 
     def __init__(
-        self, beta: float, length_normalize: bool, nll_coef: float = 0.0,
-        nll_span: NllSpan = "response", nll_mean: NllMean = "token",
-    ):  # fmt: skip
+        self,
+        beta: float,
+        length_normalize: bool,
+        nll_coef: float = 0.0,
+        nll_span: NllSpan = "response",
+        nll_mean: NllMean = "token",
+    ):
         super().__init__()
         self.beta, self.length_normalize, self.nll_coef = beta, length_normalize, nll_coef
         self.nll_span, self.nll_mean = nll_span, nll_mean

@@ -136,7 +136,10 @@ def sample_turn_states(
 
 
 def step_pairs(
-    candidates: pl.DataFrame, num_pairs: int, seed: int, rule: Literal["halves", "largest_gaps"] = "halves",
+    candidates: pl.DataFrame,
+    num_pairs: int,
+    seed: int,
+    rule: Literal["halves", "largest_gaps"] = "halves",
     max_per_state: int = 8,
 ) -> pl.DataFrame:
     """Step-level pairs from scored candidate actions (step 6). `candidates` has one row per

@@ -58,7 +58,9 @@ class PairData:
         leaves that segment out of the scores). Position 0 stays unscored: nothing predicts it."""
         context = max(k for s in self.sequences for k in s.segment_ids) + 1
         sequences = [
-            SegmentedSequence(s.input_ids, [NOT_SCORED] + [context if k == NOT_SCORED else k for k in s.segment_ids[1:]])
+            SegmentedSequence(
+                s.input_ids, [NOT_SCORED] + [context if k == NOT_SCORED else k for k in s.segment_ids[1:]]
+            )
             for s in self.sequences
         ]
         return PairData(sequences, self.pairs, self.groups)
@@ -88,7 +90,9 @@ def segmented(tokenizer, chat: list[dict], scoring: Scoring, max_length: int) ->
     return segmented_batch(tokenizer, [chat], scoring, max_length)[0]
 
 
-def segmented_batch(tokenizer, chats: list[list[dict]], scoring: Scoring, max_length: int) -> list[SegmentedSequence | None]:
+def segmented_batch(
+    tokenizer, chats: list[list[dict]], scoring: Scoring, max_length: int
+) -> list[SegmentedSequence | None]:
     """`segmented` of each chat, tokenised in one call: the Rust tokenizer encodes a batch on every
     core, ~1.7x faster than one chat at a time for the thousands of candidates of a ranking."""
     if not chats:
@@ -205,7 +209,11 @@ def successful_chats(
 
 
 def step_pair_data(
-    tokenizer, tasks: dict[str, dict], trajectories: pl.DataFrame, candidates: pl.DataFrame, pairs: pl.DataFrame,
+    tokenizer,
+    tasks: dict[str, dict],
+    trajectories: pl.DataFrame,
+    candidates: pl.DataFrame,
+    pairs: pl.DataFrame,
     max_length: int,
     *,
     max_turns: int,
@@ -213,7 +221,9 @@ def step_pair_data(
     """Step pairs (`sweetflow.rl.pairs.step_pairs`) as sequences in the policy's view, each candidate
     of a pair once, after its state; and how many pairs were dropped for a side longer than `max_length`.
     `max_turns`: the turn limit the policy was told (`episodes.max_turns`)."""
-    used = pl.concat([pairs.select("state_id", candidate="chosen"), pairs.select("state_id", candidate="rejected")]).unique()
+    used = pl.concat(
+        [pairs.select("state_id", candidate="chosen"), pairs.select("state_id", candidate="rejected")]
+    ).unique()
     rows = candidates.join(used, on=["state_id", "candidate"]).sort("state_id", "candidate")
     sequences = candidate_sequences(tokenizer, tasks, trajectories, rows, False, max_length, max_turns=max_turns)
     index = {key: i for i, key in enumerate(rows.select("state_id", "candidate").iter_rows())}

@@ -191,7 +191,9 @@ def _record(ep: Episode, score: Score) -> dict:
         "success": score.success,
         "score_status": score.status,
         "failure": ep.failure,
-        "test_outputs": None if score.outputs is None else [o if o is None else o[:OUTPUT_CHARS] for o in score.outputs],
+        "test_outputs": None
+        if score.outputs is None
+        else [o if o is None else o[:OUTPUT_CHARS] for o in score.outputs],
         **(score.extra or {}),
     }
 
@@ -201,7 +203,13 @@ class TooManyFailures(StageFailed):
 
 
 def collect(
-    tasks: list[dict], agent: Agent, params: Params, domain: str, samples_per_task: int, seed: int, checkpoint: Path,
+    tasks: list[dict],
+    agent: Agent,
+    params: Params,
+    domain: str,
+    samples_per_task: int,
+    seed: int,
+    checkpoint: Path,
     desc: str,
 ) -> pl.DataFrame:
     """Run the episodes of a stage in `domain`, with the simulator and scoring its params name; fail

@@ -45,10 +45,12 @@ def parse_trajectory(row: dict, path: Path | str, line: int, max_turns: int | No
         expected = AGENT if i % 2 == 0 else HUMAN
         if turn["role"] != expected:
             raise ImportRowError(
-                path, line, f"dialogue_history[{i}].role",
+                path,
+                line,
+                f"dialogue_history[{i}].role",
                 f"expected {'assistant' if expected == AGENT else 'user'}: a dialogue starts with the agent and "
                 "the two take turns",
-            )  # fmt: skip
+            )
     if not dialogue:
         raise ImportRowError(path, line, "dialogue_history", "empty: no agent turn")
     answer = row.get("answer")
@@ -133,11 +135,13 @@ def import_rollout(path: Path, train: list[dict], val: list[dict], domain: str, 
                     stats.skipped_validation += 1
                     continue
                 raise ImportRowError(
-                    path, line, "task",
+                    path,
+                    line,
+                    "task",
                     f"no training task of {domain} has this reference and these tests (task {key}): the file must "
                     f"come from the tasks `{domain}.tasks` makes (the official offline data: source 'colbench' on "
                     "the official train file)",
-                )  # fmt: skip
+                )
             if task_id not in kept:
                 stats.skipped_beyond_max_tasks += 1
                 continue

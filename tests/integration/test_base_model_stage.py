@@ -24,8 +24,9 @@ def test_tiny_stage_writes_a_checkpoint_with_its_config_and_dvclive_report(stage
     assert config["data"]["train_dialogues"] == 16 and config["data"]["train_dialogues_cut"] == 0
     manifest = read_manifest(checkpoint)
     assert manifest["stage"] == "base_model@backend" and set(manifest["inputs"]) == {
-        "data/backend/tasks/train.parquet", "data/backend/demos/trajectories.parquet"
-    }  # fmt: skip
+        "data/backend/tasks/train.parquet",
+        "data/backend/demos/trajectories.parquet",
+    }
     report = stage_dir / "reports/backend/stages/base_model"
     metrics = json.loads((report / "metrics.json").read_text())
     assert metrics["steps"] == 8 and metrics["data"] == config["data"]
@@ -40,7 +41,7 @@ def test_checkpoint_loads_and_generates_offline(checkpoint, tmp_path):
         "from sweetflow.dialogue import EpisodeView\n"
         "from sweetflow.agents.transformers import TransformersAgent\n"
         "from sweetflow.params import TransformersAgentParams\n"
-        "agent = TransformersAgent(TransformersAgentParams(backend='transformers', checkpoint=sys.argv[1], batch_size=4, threads=1, temperature=1.0, top_p=1.0, max_new_tokens=5, reuse_prefix=False, dtype='auto'))\n"
+        "agent = TransformersAgent(TransformersAgentParams(backend='transformers', checkpoint=sys.argv[1], batch_size=4, threads=1, temperature=1.0, top_p=1.0, max_new_tokens=5, reuse_prefix=False, dtype='auto'))\n"  # noqa: E501
         "[turn] = agent.act([EpisodeView('t', 'Write a function.', [], seed=0, max_turns=10)])\n"
         "print(turn.n_tokens >= 1)\n"
     )

@@ -24,20 +24,45 @@ SMALL = {"vocab_size": 384, "hidden_size": 32, "layers": 1, "heads": 2, "max_len
 SMOKE = {
     "allocator": (["--rounds", "1", "--steps", "1", "--rows", "2", "--tokens", "2"], "allocator.json"),
     "dpo_throughput": (["--pairs", "4", "--repeats", "1", "--modes", "ours", "trl"], "dpo_throughput.json"),
-    "episodes_throughput": (["--tasks", "1", "--turns", "1", "--tokens", "2", "--concurrency", "2"],
-                            "episodes_throughput.json"),
-    "generation_throughput": (["--tasks", "2", "--samples", "1", "--batch-sizes", "32", "--threads", "1"],
-                              "generation_throughput.json"),
+    "episodes_throughput": (
+        ["--tasks", "1", "--turns", "1", "--tokens", "2", "--concurrency", "2"],
+        "episodes_throughput.json",
+    ),
+    "generation_throughput": (
+        ["--tasks", "2", "--samples", "1", "--batch-sizes", "32", "--threads", "1"],
+        "generation_throughput.json",
+    ),
     "kv_cache": (["--rows", "2", "--contexts", "16", "--steps", "2", "--vocab", "64"], "kv_cache.json"),
     "offline_import": (["--lines", "4"], "offline_import.json"),
-    "agent_episodes": (["--tasks", "1", "--samples", "1", "--turns", "2", "--tokens", "2", "--rounds", "1",
-                      "--batch-size", "2"], "agent_episodes-reuse_prefix.json"),
-    "render_throughput": (["--repeat", "1", "--fresh-pages", "1", "--rows", "{rows:frontend}"],
-                          "render_throughput.json"),
+    "agent_episodes": (
+        ["--tasks", "1", "--samples", "1", "--turns", "2", "--tokens", "2", "--rounds", "1", "--batch-size", "2"],
+        "agent_episodes-reuse_prefix.json",
+    ),
+    "render_throughput": (
+        ["--repeat", "1", "--fresh-pages", "1", "--rows", "{rows:frontend}"],
+        "render_throughput.json",
+    ),
     "score_throughput": (["--repeat", "1", "--workers", "1", "--rows", "{rows:backend}"], "score_throughput.json"),
+    "sandbox_throughput": (
+        [
+            "--tree",
+            "{repo}",
+            "--against",
+            "{repo}",
+            "--rounds",
+            "1",
+            "--repeat",
+            "1",
+            "--workers",
+            "1",
+            "--rows",
+            "{rows:backend}",
+        ],
+        "sandbox_throughput.json",
+    ),
     "sft_throughput": (["--examples", "4", "--threads", "1", "--precisions", "fp32"], "sft_throughput.json"),
     "simulator_matching": (["--no-embedding"], "simulator_matching.json"),
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +86,16 @@ def test_every_bench_script_has_a_smoke_size():
 def test_bench_script_runs_at_its_smallest_size(bench_root, name):
     args, result = SMOKE[name]
     args = [str(bench_root / f"rows-{a[6:-1]}.jsonl") if a.startswith("{rows:") else a for a in args]
+    args = [str(ROOT) if a == "{repo}" else a for a in args]
     env = {**tool_env(), "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, f"bench/{name}.py", *args], cwd=bench_root, env=env, capture_output=True,
-                          text=True, timeout=900)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, f"bench/{name}.py", *args],
+        cwd=bench_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, f"bench/{name}.py failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert "DISAGREE" not in done.stdout, done.stdout[-3000:]
     written = bench_root / "bench" / "results" / result

@@ -34,6 +34,7 @@ LORA = {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "k_proj
 # rounding, ~1e-7 relative: see tests/unit/rl/test_sft.py). A pass dropped or counted twice moves
 # the weights by ~1e-3 (a step of learning rate 5e-3).
 
+
 @pytest.fixture(scope="module")
 def inputs(corpus, tmp_path_factory):
     """A tiny checkpoint with a stock Llama-3 chat template (no generation blocks: its assistant
@@ -57,14 +58,34 @@ def inputs(corpus, tmp_path_factory):
 def run(inputs, name: str, engine: dict, env: dict | None = None) -> dict:
     out = inputs / name
     out.mkdir()
-    base = {"threads": 1, "precision": "fp32", "group_by_length": True, "gradient_checkpointing": False, "lora": None,
-            "accelerate_config": None, "processes": None, "micro_batch_size": None}  # fmt: skip
-    spec = {"checkpoint": str(inputs / "model"), "data": str(inputs / "data.pt"), "out": str(out),
-            "trainer": TRAINER, "engine": {**base, **engine}}  # fmt: skip
+    base = {
+        "threads": 1,
+        "precision": "fp32",
+        "group_by_length": True,
+        "gradient_checkpointing": False,
+        "lora": None,
+        "accelerate_config": None,
+        "processes": None,
+        "micro_batch_size": None,
+    }
+    spec = {
+        "checkpoint": str(inputs / "model"),
+        "data": str(inputs / "data.pt"),
+        "out": str(out),
+        "trainer": TRAINER,
+        "engine": {**base, **engine},
+    }
     (out / "spec.json").write_text(json.dumps(spec))
     env = {**tool_env(), "PYTHONPATH": str(ROOT), **(env or {})}
-    result = subprocess.run([sys.executable, "-m", "tests.support.fit_run", str(out / "spec.json")], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=900, check=False)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.support.fit_run", str(out / "spec.json")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     results = json.loads((out / "results.json").read_text())
     for kind in results:
@@ -84,8 +105,12 @@ def run(inputs, name: str, engine: dict, env: dict | None = None) -> dict:
 def test_two_processes_learn_what_one_accumulating_process_learns(inputs, engine, env):
     name = "lora" if engine.get("lora") else "full"
     one = run(inputs, f"{name}-one", {**engine, "processes": None, "micro_batch_size": 4})
-    two = run(inputs, f"{name}-two", {**engine, "micro_batch_size": 4, "accelerate_config": CPU_CONFIG},
-              {**env, "ACCELERATE_USE_CPU": "1"})  # fmt: skip
+    two = run(
+        inputs,
+        f"{name}-two",
+        {**engine, "micro_batch_size": 4, "accelerate_config": CPU_CONFIG},
+        {**env, "ACCELERATE_USE_CPU": "1"},
+    )
     for kind in ("sft", "preference"):
         a, b = one[kind], two[kind]
         assert a["run"]["effective_batch"] == b["run"]["effective_batch"] == 8
@@ -107,15 +132,33 @@ def base_weights(inputs) -> dict:
 
 
 def test_launch_without_gpus_or_a_process_count_is_refused(inputs):
-    spec = {"checkpoint": str(inputs / "model"), "data": str(inputs / "data.pt"), "out": str(inputs / "refused"),
-            "trainer": TRAINER, "engine": {"threads": 1, "precision": "fp32", "group_by_length": True,
-            "gradient_checkpointing": False, "lora": None, "accelerate_config": CPU_CONFIG,
-            "processes": None, "micro_batch_size": None}}  # fmt: skip
+    spec = {
+        "checkpoint": str(inputs / "model"),
+        "data": str(inputs / "data.pt"),
+        "out": str(inputs / "refused"),
+        "trainer": TRAINER,
+        "engine": {
+            "threads": 1,
+            "precision": "fp32",
+            "group_by_length": True,
+            "gradient_checkpointing": False,
+            "lora": None,
+            "accelerate_config": CPU_CONFIG,
+            "processes": None,
+            "micro_batch_size": None,
+        },
+    }
     (inputs / "refused.json").write_text(json.dumps(spec))
     env = {k: v for k, v in tool_env().items() if k != "SLURM_GPUS_ON_NODE"}
-    result = subprocess.run([sys.executable, "-m", "tests.support.fit_run", str(inputs / "refused.json")], cwd=ROOT,
-                            env={**env, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}, capture_output=True,
-                            text=True, timeout=300, check=False)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.support.fit_run", str(inputs / "refused.json")],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode != 0
     assert "no GPU is visible and training.processes is null" in result.stderr
     assert not os.path.exists(inputs / "refused")

@@ -23,15 +23,25 @@ PARAMS = {
     "train_domains": ["backend"],
     "backend": {
         **SMALL_PARAMS["backend"],
-        "tasks": {"source": "colbench", "colbench_train": "data/sources/train.jsonl",
-                  "colbench_test": "data/sources/test.jsonl",
-                  "colbench_test_rows": len(TEST_ROWS), "n_val": N_VAL, "seed": 0},
+        "tasks": {
+            "source": "colbench",
+            "colbench_train": "data/sources/train.jsonl",
+            "colbench_test": "data/sources/test.jsonl",
+            "colbench_test_rows": len(TEST_ROWS),
+            "n_val": N_VAL,
+            "seed": 0,
+        },
     },
     "rollout": {"source": "import", "import_file": OFFLINE, "import_reward": "sandbox", "max_tasks": None},
     "seeds": [0],
-}  # fmt: skip
-TARGETS = ["policy@backend-sweet", "policy@backend-rft", "policy@backend-mtdpo", "critic_check@backend-with_info",
-           "critic_quality@backend-with_info"]  # fmt: skip
+}
+TARGETS = [
+    "policy@backend-sweet",
+    "policy@backend-rft",
+    "policy@backend-mtdpo",
+    "critic_check@backend-with_info",
+    "critic_quality@backend-with_info",
+]
 
 
 def test_the_chain_trains_on_imported_trajectories_and_the_file_is_a_dependency(tmp_path, monkeypatch):
@@ -66,8 +76,12 @@ def test_the_chain_trains_on_imported_trajectories_and_the_file_is_a_dependency(
 
     pairs = pl.read_parquet(project / "data/backend/trajectory_pairs/pairs.parquet")
     assert pairs.height >= n_train - 2 and set(pairs["task_id"]) <= train_ids
-    for out in ("models/backend/critics/with_info", "models/backend/policies/sweet/seed0",
-                "models/backend/policies/rft/seed0", "models/backend/policies/mtdpo/seed0"):  # fmt: skip
+    for out in (
+        "models/backend/critics/with_info",
+        "models/backend/policies/sweet/seed0",
+        "models/backend/policies/rft/seed0",
+        "models/backend/policies/mtdpo/seed0",
+    ):
         assert (project / out / "model.safetensors").is_file(), out
     candidates = pl.read_parquet(project / "data/backend/candidates/candidates.parquet")
     assert set(candidates["task_id"]) <= train_ids and candidates.height > 0

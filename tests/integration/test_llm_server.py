@@ -42,7 +42,8 @@ def test_checkpoint_loads_offline(tiny_checkpoint, tmp_path):
         from transformers import AutoModelForCausalLM, AutoTokenizer
         tok = AutoTokenizer.from_pretrained({str(tiny_checkpoint)!r})
         model = AutoModelForCausalLM.from_pretrained({str(tiny_checkpoint)!r})
-        inputs = tok.apply_chat_template({MESSAGES!r}, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+        inputs = tok.apply_chat_template({MESSAGES!r}, add_generation_prompt=True,
+                                       return_tensors="pt", return_dict=True)
         out = model.generate(**inputs, max_new_tokens=5, do_sample=False)
         print(json.dumps({{"arch": type(model).__name__, "tied": model.config.tie_word_embeddings,
                           "new": out.shape[1] - inputs["input_ids"].shape[1]}}))

@@ -45,8 +45,15 @@ def roll(tasks, ep: EndpointParams, checkpoint, samples=1) -> pl.DataFrame:
     agent = OpenAIAgent(openai_agent(ep, max_new_tokens=12))
     human = OpenAIHuman(ChatClient(ep), max_reply_chars=400, max_new_tokens=12)
     with Sandbox(sandbox_params(workers=1)) as sb:
-        records = run_episodes(tasks, samples, agent, sandbox_runtime(human, sb, ep.concurrency),
-                               episode_params(max_turns=MAX_TURNS), 0, Checkpoint(checkpoint))
+        records = run_episodes(
+            tasks,
+            samples,
+            agent,
+            sandbox_runtime(human, sb, ep.concurrency),
+            episode_params(max_turns=MAX_TURNS),
+            0,
+            Checkpoint(checkpoint),
+        )
     return to_frame(records)
 
 
@@ -90,8 +97,12 @@ def test_api_key_never_reaches_an_artifact(openai_server, tmp_path, monkeypatch)
     base_url, model = openai_server
     endpoint = endpoint_params(base_url=base_url, model=model, api_key_env="SWEETFLOW_TEST_KEY").model_dump()
     served = openai_agent(endpoint, max_new_tokens=8).model_dump(mode="json")
-    params = {"backend": {"tasks": {"n_train": 2, "n_test": 3}, "scoring": {"workers": 1}}, "episodes": {"max_turns": 2},
-              "agents": {"served": served}, "evaluate": {"methods": ["served"]}}
+    params = {
+        "backend": {"tasks": {"n_train": 2, "n_test": 3}, "scoring": {"workers": 1}},
+        "episodes": {"max_turns": 2},
+        "agents": {"served": served},
+        "evaluate": {"methods": ["served"]},
+    }
     project = make_project(tmp_path / "p", params)
     run([sys.executable, "-m", "stages.tasks", "backend"], project)
     monkeypatch.setenv("SWEETFLOW_TEST_KEY", secret)
@@ -102,7 +113,9 @@ def test_api_key_never_reaches_an_artifact(openai_server, tmp_path, monkeypatch)
     assert answered == {base_url: {"models": [model], "system_fingerprints": answered[base_url]["system_fingerprints"]}}
     lineage = run(["sweetflow", "lineage", "data/backend/evaluations/served", "--no-dvc"], project).stdout
     assert f"asked {base_url} (answered by {model})" in lineage and "only as traceable as that endpoint" in lineage
-    leaks = [p for p in project.rglob("*") if p.is_file() and ".git" not in p.parts and secret.encode() in p.read_bytes()]
+    leaks = [
+        p for p in project.rglob("*") if p.is_file() and ".git" not in p.parts and secret.encode() in p.read_bytes()
+    ]
     assert leaks == []
 
 
@@ -140,12 +153,16 @@ class EchoingAuthServer:
 def test_a_key_echoed_in_an_error_is_redacted_everywhere_it_would_be_stored(tmp_path, monkeypatch):
     secret = "sk-sweetflow-echo-SECRET-9876543210"
     with EchoingAuthServer() as server:
-        endpoint = endpoint_params(base_url=server.base_url, model="m", api_key_env="SWEETFLOW_TEST_KEY",
-                                   max_retries=0).model_dump()  # fmt: skip
+        endpoint = endpoint_params(
+            base_url=server.base_url, model="m", api_key_env="SWEETFLOW_TEST_KEY", max_retries=0
+        ).model_dump()
         served = openai_agent(endpoint, max_new_tokens=8).model_dump(mode="json")
-        params = {"backend": {"tasks": {"n_train": 2, "n_test": 3}, "scoring": {"workers": 1}},
-                  "episodes": {"max_turns": 2, "max_failure_share": 0.0},
-                  "agents": {"served": served}, "evaluate": {"methods": ["served"]}}  # fmt: skip
+        params = {
+            "backend": {"tasks": {"n_train": 2, "n_test": 3}, "scoring": {"workers": 1}},
+            "episodes": {"max_turns": 2, "max_failure_share": 0.0},
+            "agents": {"served": served},
+            "evaluate": {"methods": ["served"]},
+        }
         project = make_project(tmp_path / "p", params)
         run([sys.executable, "-m", "stages.tasks", "backend"], project)
         monkeypatch.setenv("SWEETFLOW_TEST_KEY", secret)

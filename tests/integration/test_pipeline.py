@@ -24,25 +24,58 @@ from tests.support.project import ROOT, SMALL_PARAMS, make_project, run
 DATA_OUTS = tuple(
     f"data/{domain}/{out}"
     for domain in ("backend", "frontend")
-    for out in ("tasks", "evaluations/reference", "demos", "rollout", "trajectory_pairs", "evaluations/expert",
-                "evaluations/no_ask", "evaluations/zero_shot", "candidates", "ranked/with_info", "step_pairs/with_info",
-                "critic_check/with_info", "evaluations/sweet")
-)  # fmt: skip
+    for out in (
+        "tasks",
+        "evaluations/reference",
+        "demos",
+        "rollout",
+        "trajectory_pairs",
+        "evaluations/expert",
+        "evaluations/no_ask",
+        "evaluations/zero_shot",
+        "candidates",
+        "ranked/with_info",
+        "step_pairs/with_info",
+        "critic_check/with_info",
+        "evaluations/sweet",
+    )
+)
 # Checkpoints' weights and tokenizers (their training_config.json hold wall times).
 CHECKPOINT_FILES = tuple(
     f"models/{domain}/{path}"
     for domain in ("backend", "frontend")
-    for path in ("base/model.safetensors", "base/tokenizer.json", "critics/with_info/model.safetensors",
-                 "critics/no_info/model.safetensors", "policies/rft/seed1/model.safetensors",
-                 "policies/mtdpo/seed0/model.safetensors", "policies/sweet/seed1/model.safetensors")
-)  # fmt: skip
+    for path in (
+        "base/model.safetensors",
+        "base/tokenizer.json",
+        "critics/with_info/model.safetensors",
+        "critics/no_info/model.safetensors",
+        "policies/rft/seed1/model.safetensors",
+        "policies/mtdpo/seed0/model.safetensors",
+        "policies/sweet/seed1/model.safetensors",
+    )
+)
 METRICS = tuple(
     f"reports/{domain}/{path}/metrics.json"
     for domain in ("backend", "frontend")
-    for path in ("stages/tasks", "reference", "stages/demos", "stages/rollout", "stages/trajectory_pairs", "expert",
-                 "no_ask", "zero_shot", "stages/candidates", "stages/ranked/with_info", "stages/step_pairs/with_info",
-                 "stages/critic_check/with_info", "rft", "mtdpo", "sweet", "sweet_no_info")
-)  # fmt: skip
+    for path in (
+        "stages/tasks",
+        "reference",
+        "stages/demos",
+        "stages/rollout",
+        "stages/trajectory_pairs",
+        "expert",
+        "no_ask",
+        "zero_shot",
+        "stages/candidates",
+        "stages/ranked/with_info",
+        "stages/step_pairs/with_info",
+        "stages/critic_check/with_info",
+        "rft",
+        "mtdpo",
+        "sweet",
+        "sweet_no_info",
+    )
+)
 HEADLINE = {"backend": ("tests_passed", "success_rate"), "frontend": ("similarity", "win_rate")}
 
 
@@ -119,11 +152,22 @@ def test_sweet_rl_chain_trains_every_method_per_seed_in_both_domains_and_writes_
     assert "## Frontend design (`frontend`)" in results and "| similarity (%) | win rate (%) |" in results
     assert (repro_project / "reports/summary/methods.png").read_bytes().startswith(b"\x89PNG")
     plots = run(["dvc", "plots", "show", "--json"], repro_project).stdout
-    assert "reports/backend/stages/policies/sweet/plots" in plots and "reports/frontend/stages/critics/with_info/plots" in plots
-    assert "backend methods side by side (success, %)" in plots and "backend sweet, training loss, seeds overlaid" in plots
+    assert (
+        "reports/backend/stages/policies/sweet/plots" in plots
+        and "reports/frontend/stages/critics/with_info/plots" in plots
+    )
+    assert (
+        "backend methods side by side (success, %)" in plots and "backend sweet, training loss, seeds overlaid" in plots
+    )
     lineage = run(["sweetflow", "lineage", "reports/backend/sweet/metrics.json"], repro_project).stdout
-    for ancestor in ("policy@backend-sweet", "step_pairs@backend-with_info", "rank@backend-with_info",
-                     "critic@backend-with_info", "candidates@backend", "tasks@backend"):  # fmt: skip
+    for ancestor in (
+        "policy@backend-sweet",
+        "step_pairs@backend-with_info",
+        "rank@backend-with_info",
+        "critic@backend-with_info",
+        "candidates@backend",
+        "tasks@backend",
+    ):
         assert ancestor in lineage, ancestor
 
 
@@ -138,9 +182,12 @@ def upstream(stages: list[StageSpec], target: str) -> list[StageSpec]:
             continue
         found[stage.name] = stage
         todo += [
-            other.name for other in stages for out in other.outs for dep in stage.deps
+            other.name
+            for other in stages
+            for out in other.outs
+            for dep in stage.deps
             if Path(out).is_relative_to(dep) or Path(dep).is_relative_to(out)
-        ]  # fmt: skip
+        ]
     return list(found.values())
 
 
@@ -155,8 +202,19 @@ def test_dvc_and_snakemake_produce_identical_artifacts_and_snakemakes_are_shared
     targets = ["evaluate_policy@backend-sweet", "evaluate_policy@backend-sweet_no_info"]
     snake_project = make_project(tmp_path / "snake", SMALL_PARAMS)
     # One thread a rule, as SMALL_PARAMS trains (the declared cores are the paper's): two run at once.
-    run(["snakemake", "--profile", "workflow/profiles/default", "--cores", "2", "--max-threads", "1",
-         *map(rule_name, targets)], snake_project)  # fmt: skip
+    run(
+        [
+            "snakemake",
+            "--profile",
+            "workflow/profiles/default",
+            "--cores",
+            "2",
+            "--max-threads",
+            "1",
+            *map(rule_name, targets),
+        ],
+        snake_project,
+    )
     stages = load_stages(snake_project)
     outs = [Path(out) for target in targets for stage in upstream(stages, target) for out in stage.outs]
     assert {"models/backend/base", "data/backend/step_pairs/with_info", "data/backend/evaluations/sweet"} <= {
@@ -233,8 +291,19 @@ def test_team_shares_artifacts_through_a_remote(repro_project: Path, tmp_path: P
 def test_rollouts_round_trip_through_the_official_shape(repro_project, tmp_path):
     rollouts = repro_project / "data/backend/rollout/trajectories.parquet"
     out = tmp_path / "official.jsonl"
-    assert main(["export-trajectories", str(rollouts), "--tasks", str(repro_project / "data/backend/tasks/train.parquet"),
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "export-trajectories",
+                str(rollouts),
+                "--tasks",
+                str(repro_project / "data/backend/tasks/train.parquet"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     first = json.loads(out.read_text().splitlines()[0])
     assert set(first) == {"task", "dialogue_history", "answer", "reward"}
     assert first["dialogue_history"][0]["role"] == "assistant" and "input" in first["dialogue_history"][0]
@@ -273,8 +342,9 @@ def test_importing_every_module_changes_no_stage(repro_project: Path, tmp_path: 
     project = copy_of(repro_project, tmp_path / "imported")
     modules = sorted(
         ".".join(p.with_suffix("").relative_to(project).parts).removesuffix(".__init__")
-        for top in ("sweetflow", "stages") for p in (project / top).rglob("*.py")
-    )  # fmt: skip
+        for top in ("sweetflow", "stages")
+        for p in (project / top).rglob("*.py")
+    )
     run(["python", "-c", f"import importlib; [importlib.import_module(m) for m in {modules!r}]"], project)
     assert list((project / "sweetflow/rl").glob("__pycache__/*.pyc")), "bytecode should have been written"
     assert status(project) == {}
@@ -314,8 +384,13 @@ def test_every_stage_records_exactly_the_params_it_declares(repro_project: Path)
 def test_the_run_site_opens_from_disk_with_working_filters_pictures_and_links(repro_project: Path):
     site = repro_project / "reports/site"
     pages = sorted(p.name for p in site.glob("*.html"))
-    assert pages == ["dialogues-backend.html", "dialogues-frontend.html", "index.html", "sweet-backend.html",
-                     "sweet-frontend.html"]  # fmt: skip
+    assert pages == [
+        "dialogues-backend.html",
+        "dialogues-frontend.html",
+        "index.html",
+        "sweet-backend.html",
+        "sweet-frontend.html",
+    ]
     with chromium_page() as (page, problems):
         for name in pages:
             page.goto((site / name).as_uri())
@@ -377,14 +452,30 @@ def test_the_run_site_opens_from_disk_with_working_filters_pictures_and_links(re
 
 def test_view_builds_a_site_of_any_trajectories_file(repro_project: Path, tmp_path: Path):
     out = tmp_path / "site"
-    assert main(["view", str(repro_project / "data/backend/rollout/trajectories.parquet"), "--domain", "backend",
-                 "--tasks", str(repro_project / "data/backend/tasks/train.parquet"), "--out", str(out),
-                 "--params", str(repro_project / "params.yaml")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "view",
+                str(repro_project / "data/backend/rollout/trajectories.parquet"),
+                "--domain",
+                "backend",
+                "--tasks",
+                str(repro_project / "data/backend/tasks/train.parquet"),
+                "--out",
+                str(out),
+                "--params",
+                str(repro_project / "params.yaml"),
+            ]
+        )
+        == 0
+    )
     rollout = pl.read_parquet(repro_project / "data/backend/rollout/trajectories.parquet")
     with chromium_page() as (page, problems):
         page.goto((out / "dialogues-backend.html").as_uri())
         assert page.inner_text("#count").startswith(f"{rollout.height} of {rollout.height} dialogues")
-        assert page.eval_on_selector_all("details.dialogue", "ds => [...new Set(ds.map(d => d.dataset.method))]") == ["rollout"]
+        assert page.eval_on_selector_all("details.dialogue", "ds => [...new Set(ds.map(d => d.dataset.method))]") == [
+            "rollout"
+        ]
     assert problems == []
 
 
@@ -409,7 +500,9 @@ def restored(output: str) -> list[str]:
 
 def outputs_of(project: Path, stages: tuple[str, ...]) -> dict[str, str]:
     by_name = {s.name: s for s in load_stages(project)}
-    return {out: content_hash(project / out) for name in stages for out in by_name[name].outs if (project / out).exists()}
+    return {
+        out: content_hash(project / out) for name in stages for out in by_name[name].outs if (project / out).exists()
+    }
 
 
 @pytest.fixture(scope="module")

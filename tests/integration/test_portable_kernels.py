@@ -42,8 +42,10 @@ def train(project: Path, cpu: str, mode: str, stages=TRAINED) -> dict[str, str]:
     (project / "params.yaml").write_text(yaml.safe_dump({**params, "reproducibility": mode}, sort_keys=False))
     hashes = {}
     for args, out in stages.items():
-        run(["env", *(f"{k}={v}" for k, v in CPUS[cpu].items()), "python", "-m", f"stages.{args[0]}", *args[1:]],
-            project)  # fmt: skip
+        run(
+            ["env", *(f"{k}={v}" for k, v in CPUS[cpu].items()), "python", "-m", f"stages.{args[0]}", *args[1:]],
+            project,
+        )
         hashes[out] = content_hash(project / out)
     return hashes
 
@@ -60,5 +62,10 @@ def test_portable_mode_gives_two_cpu_types_the_same_trained_models(repro_project
     assert portable["avx512"][out] != native["avx512"][out]  # MKL's COMPATIBLE branch: other sums, other bytes
     for cpu, project in projects.items():
         kernels = json.loads((project / "reports/runs/policy@backend-rft.json").read_text())["machine"]["kernels"]
-        assert kernels == {"mode": "portable", "aten_kernels": "AVX2", "mkl_branch": 3, "aten_cpu_capability": "avx2",
-                           "mkl_cbwr": "COMPATIBLE"}, cpu  # fmt: skip
+        assert kernels == {
+            "mode": "portable",
+            "aten_kernels": "AVX2",
+            "mkl_branch": 3,
+            "aten_cpu_capability": "avx2",
+            "mkl_cbwr": "COMPATIBLE",
+        }, cpu

@@ -57,8 +57,13 @@ def test_an_answer_finds_nothing_of_the_workspace_inside_dvc_exp_run_temp(beside
     command = f"python stage.py {result} '{json.dumps(SEARCH_LIMITS)}'"
     stage = {"cmd": command, "deps": ["stage.py", "search.py"]}
     (workspace / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"search": stage}}))
-    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "config", "core.analytics", "false"],
-                ["git", "add", "-A"], ["git", "commit", "-qm", "tiny"]):
+    for cmd in (
+        ["git", "init", "-q"],
+        ["dvc", "init", "-q"],
+        ["dvc", "config", "core.analytics", "false"],
+        ["git", "add", "-A"],
+        ["git", "commit", "-qm", "tiny"],
+    ):
         run(cmd, workspace, timeout=60)
     run(["dvc", "exp", "run", "--temp"], workspace, timeout=120)
 

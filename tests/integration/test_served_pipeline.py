@@ -62,7 +62,9 @@ def served_project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("served")
     # A checkpoint with Llama 3.1's chat template (no generation blocks): the server renders
     # its prompts with that template, and the policy's training finds the agent's turns without blocks.
-    params = merge(SMALL_PARAMS, {"train_domains": ["backend"], "backend": {"model": {"base": "models/external/llama-3.1"}}})
+    params = merge(
+        SMALL_PARAMS, {"train_domains": ["backend"], "backend": {"model": {"base": "models/external/llama-3.1"}}}
+    )
     project = make_project(root / "project", params)
     stock_checkpoint(project / "models/external/llama-3.1", "llama-3.1-8b-instruct")
     edit_params(project, small_served)
@@ -80,8 +82,17 @@ def test_each_seed_is_evaluated_by_a_server_of_its_own_checkpoint(served_project
         checkpoint = f"models/backend/policies/rft/seed{seed}"
         record = served[f"seed{seed}"]
         assert record["checkpoint"] == record["model"] == checkpoint
-        assert record["command"] == ["transformers", "serve", checkpoint, "--host", "127.0.0.1", "--port", "{port}",
-                                     "--device", "cpu"]  # fmt: skip
+        assert record["command"] == [
+            "transformers",
+            "serve",
+            checkpoint,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "{port}",
+            "--device",
+            "cpu",
+        ]
         assert record["checkpoint_hash"] == manifest["inputs"][checkpoint] == content_hash(project / checkpoint)
     assert served["seed0"]["checkpoint_hash"] != served["seed1"]["checkpoint_hash"]  # two different models served
 
@@ -134,8 +145,14 @@ def test_an_agent_of_agents_is_served_from_the_base_model_by_the_evaluate_stage(
 def test_what_cannot_be_served_honestly_is_refused_naming_the_key(served_project: Path):
     """A single endpoint for per-seed checkpoints, and the sampling baseline without log-probs."""
     project = served_project
-    endpoint = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "OPENAI_API_KEY", "timeout_s": 5,
-                "max_retries": 0, "concurrency": 1}  # fmt: skip
+    endpoint = {
+        "base_url": "http://127.0.0.1:9/v1",
+        "model": "m",
+        "api_key_env": "OPENAI_API_KEY",
+        "timeout_s": 5,
+        "max_retries": 0,
+        "concurrency": 1,
+    }
     openai = {"backend": "openai", "endpoint": endpoint, "temperature": 1.0, "top_p": 1.0, "max_new_tokens": 16}
 
     def refused(params: dict) -> None:

@@ -56,15 +56,17 @@ def slurm_test_profile(project: Path, state: Path, stages: list[StageSpec]) -> P
     profile = yaml.safe_load((ROOT / "workflow/profiles/slurm/config.yaml").read_text())
     partitions = yaml.safe_load((state / "partitions.yaml").read_text())["partitions"]
     node_mem = min(p["max_mem_mb"] for p in partitions.values())
-    profile.update({
-        "slurm-partition-config": str(state / "partitions.yaml"),
-        "slurm-no-account": True,
-        "slurm-status-command": "squeue",
-        "slurm-init-seconds-before-status-checks": 10,
-        "max-threads": min(p["max_threads"] for p in partitions.values()),
-        "set-resources": {s.rule_name: {"mem_mb": node_mem} for s in stages if s.resources.mem_mb > node_mem},
-        "latency-wait": 5,
-    })  # fmt: skip
+    profile.update(
+        {
+            "slurm-partition-config": str(state / "partitions.yaml"),
+            "slurm-no-account": True,
+            "slurm-status-command": "squeue",
+            "slurm-init-seconds-before-status-checks": 10,
+            "max-threads": min(p["max_threads"] for p in partitions.values()),
+            "set-resources": {s.rule_name: {"mem_mb": node_mem} for s in stages if s.resources.mem_mb > node_mem},
+            "latency-wait": 5,
+        }
+    )
     directory = project / "profiles/slurm-test"
     directory.mkdir(parents=True)
     (directory / "config.yaml").write_text(yaml.safe_dump(profile))
@@ -80,8 +82,12 @@ def slurm_jobs(workdir: Path) -> list[dict]:
 def completion_records() -> dict[str, dict]:
     """Every finished job in the cluster's job-completion file, as `sacct --completion` reads it."""
     fields = ["JobID", "Partition", "State", "ExitCode", "WorkDir"]
-    out = subprocess.run(["sacct", "--completion", "--parsable2", "--noheader", f"--format={','.join(fields)}"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["sacct", "--completion", "--parsable2", "--noheader", f"--format={','.join(fields)}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return {row.split("|")[0]: dict(zip(fields, row.split("|"))) for row in out.splitlines() if row}
 
 
@@ -94,8 +100,14 @@ def test_snakemake_on_slurm_runs_one_job_per_rule_with_the_declared_resources_an
     profile = slurm_test_profile(tmp_path, cluster, stages)
     node_cpus = yaml.safe_load((profile / "config.yaml").read_text())["max-threads"]
     # DVC runs the same part of the DAG meanwhile: the SLURM run waits on polling most of the time.
-    dvc = subprocess.Popen(["dvc", "repro", "--quiet", TARGET], cwd=dvc_project, env=tool_env(),
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    dvc = subprocess.Popen(
+        ["dvc", "repro", "--quiet", TARGET],
+        cwd=dvc_project,
+        env=tool_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     started = time.monotonic()
     run(["snakemake", "--profile", str(profile), rule_name(TARGET)], snake_project, timeout=3600)
     print(f"snakemake on SLURM: {len(stages)} rules in {time.monotonic() - started:.0f} s")

@@ -39,7 +39,9 @@ _LLAMA_TURN = (
     "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'"
     "+ message['content'] | trim + '<|eot_id|>' }}",
     "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' }}{%- if message['role'] == 'assistant' %}"
-    + GEN + "{{- message['content'] | trim + '<|eot_id|>' }}" + END
+    + GEN
+    + "{{- message['content'] | trim + '<|eot_id|>' }}"
+    + END
     + "{%- else %}{{- message['content'] | trim + '<|eot_id|>' }}{%- endif %}",
 )
 _CHATML = ("<|im_start|>",)
@@ -47,76 +49,139 @@ _QWEN3_CLOSE = "        {{- '<|im_end|>\\n' }}\n    {%- elif message.role == \"t
 
 STOCK = {
     "llama-3.1-8b-instruct": Stock(
-        "llama-3.1-8b-instruct.jinja", "<|begin_of_text|>", "<|eot_id|>", ("<|start_header_id|>", "<|end_header_id|>"),
+        "llama-3.1-8b-instruct.jinja",
+        "<|begin_of_text|>",
+        "<|eot_id|>",
+        ("<|start_header_id|>", "<|end_header_id|>"),
         (_LLAMA_TURN,),
     ),
     "llama-3.2-3b-instruct": Stock(
-        "llama-3.2-3b-instruct.jinja", "<|begin_of_text|>", "<|eot_id|>", ("<|start_header_id|>", "<|end_header_id|>"),
+        "llama-3.2-3b-instruct.jinja",
+        "<|begin_of_text|>",
+        "<|eot_id|>",
+        ("<|start_header_id|>", "<|end_header_id|>"),
         (_LLAMA_TURN,),
     ),
     "qwen2.5-7b-instruct": Stock(
-        "qwen2.5-7b-instruct.jinja", None, "<|im_end|>", _CHATML,
-        ((
-            "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}",
-            "{{- '<|im_start|>' + message.role + '\\n' }}{%- if message.role == 'assistant' %}" + GEN
-            + "{{- message.content + '<|im_end|>' }}" + END + "{%- else %}{{- message.content + '<|im_end|>' }}"
-            + "{%- endif %}{{- '\\n' }}",
-        ),),
+        "qwen2.5-7b-instruct.jinja",
+        None,
+        "<|im_end|>",
+        _CHATML,
+        (
+            (
+                "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}",
+                "{{- '<|im_start|>' + message.role + '\\n' }}{%- if message.role == 'assistant' %}"
+                + GEN
+                + "{{- message.content + '<|im_end|>' }}"
+                + END
+                + "{%- else %}{{- message.content + '<|im_end|>' }}"
+                + "{%- endif %}{{- '\\n' }}",
+            ),
+        ),
     ),
     "qwen3-0.6b": Stock(
-        "qwen3-0.6b.jinja", None, "<|im_end|>", _CHATML,
+        "qwen3-0.6b.jinja",
+        None,
+        "<|im_end|>",
+        _CHATML,
         (
-            ("'\\n</think>\\n\\n' + content.lstrip('\\n') }}",
-             "'\\n</think>\\n\\n' }}" + GEN + "{{- content.lstrip('\\n') }}" + END),
-            ("{%- else %}\n                {{- '<|im_start|>' + message.role + '\\n' + content }}",
-             "{%- else %}\n                {{- '<|im_start|>' + message.role + '\\n' }}"
-             + GEN + "{{- content }}" + END),
-            ("{%- else %}\n            {{- '<|im_start|>' + message.role + '\\n' + content }}",
-             "{%- else %}\n            {{- '<|im_start|>' + message.role + '\\n' }}" + GEN + "{{- content }}" + END),
-            (_QWEN3_CLOSE, "        " + GEN + "{{- '<|im_end|>' }}" + END
-             + "{{- '\\n' }}\n    {%- elif message.role == \"tool\" %}"),
+            (
+                "'\\n</think>\\n\\n' + content.lstrip('\\n') }}",
+                "'\\n</think>\\n\\n' }}" + GEN + "{{- content.lstrip('\\n') }}" + END,
+            ),
+            (
+                "{%- else %}\n                {{- '<|im_start|>' + message.role + '\\n' + content }}",
+                "{%- else %}\n                {{- '<|im_start|>' + message.role + '\\n' }}"
+                + GEN
+                + "{{- content }}"
+                + END,
+            ),
+            (
+                "{%- else %}\n            {{- '<|im_start|>' + message.role + '\\n' + content }}",
+                "{%- else %}\n            {{- '<|im_start|>' + message.role + '\\n' }}" + GEN + "{{- content }}" + END,
+            ),
+            (
+                _QWEN3_CLOSE,
+                "        "
+                + GEN
+                + "{{- '<|im_end|>' }}"
+                + END
+                + "{{- '\\n' }}\n    {%- elif message.role == \"tool\" %}",
+            ),
         ),
     ),
     "mistral-7b-instruct-v0.2": Stock(
-        "mistral-7b-instruct-v0.2.jinja", "<s>", "</s>", ("[INST]", "[/INST]"),
+        "mistral-7b-instruct-v0.2.jinja",
+        "<s>",
+        "</s>",
+        ("[INST]", "[/INST]"),
         (("{{ message['content'] + eos_token}}", GEN + "{{ message['content'] + eos_token}}" + END),),
     ),
     "mistral-7b-instruct-v0.3": Stock(
-        "mistral-7b-instruct-v0.3.jinja", "<s>", "</s>", ("[INST]", "[/INST]"),
-        ((
-            '{{- " " + message["content"]|trim + eos_token}}',
-            '{{- " " }}' + GEN + '{{- message["content"]|trim + eos_token}}' + END,
-        ),),
+        "mistral-7b-instruct-v0.3.jinja",
+        "<s>",
+        "</s>",
+        ("[INST]", "[/INST]"),
+        (
+            (
+                '{{- " " + message["content"]|trim + eos_token}}',
+                '{{- " " }}' + GEN + '{{- message["content"]|trim + eos_token}}' + END,
+            ),
+        ),
     ),
     "gemma-2-2b-it": Stock(
-        "gemma-2-2b-it.jinja", "<bos>", "<end_of_turn>", ("<start_of_turn>",),
-        ((
-            "{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}",
-            "{{ '<start_of_turn>' + role + '\n' }}{% if role == 'model' %}" + GEN
-            + "{{ message['content'] | trim + '<end_of_turn>' }}" + END
-            + "{% else %}{{ message['content'] | trim + '<end_of_turn>' }}{% endif %}{{ '\n' }}",
-        ),),
+        "gemma-2-2b-it.jinja",
+        "<bos>",
+        "<end_of_turn>",
+        ("<start_of_turn>",),
+        (
+            (
+                "{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}",
+                "{{ '<start_of_turn>' + role + '\n' }}{% if role == 'model' %}"
+                + GEN
+                + "{{ message['content'] | trim + '<end_of_turn>' }}"
+                + END
+                + "{% else %}{{ message['content'] | trim + '<end_of_turn>' }}{% endif %}{{ '\n' }}",
+            ),
+        ),
     ),
     "phi-3-mini-4k-instruct": Stock(
-        "phi-3-mini-4k-instruct.jinja", "<s>", "<|end|>", ("<|user|>", "<|assistant|>", "<|system|>"),
-        (("{{message['content'] + '<|end|>' + '\n'}}",
-          GEN + "{{message['content'] + '<|end|>'}}" + END + "{{ '\n' }}"),),
+        "phi-3-mini-4k-instruct.jinja",
+        "<s>",
+        "<|end|>",
+        ("<|user|>", "<|assistant|>", "<|system|>"),
+        (
+            (
+                "{{message['content'] + '<|end|>' + '\n'}}",
+                GEN + "{{message['content'] + '<|end|>'}}" + END + "{{ '\n' }}",
+            ),
+        ),
     ),
     "smollm2-135m-instruct": Stock(
-        "smollm2-135m-instruct.jinja", None, "<|im_end|>", _CHATML,
-        ((
-            "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}",
-            "{{'<|im_start|>' + message['role'] + '\n'}}{% if message['role'] == 'assistant' %}" + GEN
-            + "{{ message['content'] + '<|im_end|>' }}" + END
-            + "{% else %}{{ message['content'] + '<|im_end|>' }}{% endif %}{{ '\n' }}",
-        ),),
+        "smollm2-135m-instruct.jinja",
+        None,
+        "<|im_end|>",
+        _CHATML,
+        (
+            (
+                "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}",
+                "{{'<|im_start|>' + message['role'] + '\n'}}{% if message['role'] == 'assistant' %}"
+                + GEN
+                + "{{ message['content'] + '<|im_end|>' }}"
+                + END
+                + "{% else %}{{ message['content'] + '<|im_end|>' }}{% endif %}{{ '\n' }}",
+            ),
+        ),
     ),
     # Refused at adoption (it drops reasoning and has no switch to turn it off): no twin needed.
     "deepseek-r1": Stock(
-        "deepseek-r1.jinja", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", ("<｜User｜>", "<｜Assistant｜>"),
+        "deepseek-r1.jinja",
+        "<｜begin▁of▁sentence｜>",
+        "<｜end▁of▁sentence｜>",
+        ("<｜User｜>", "<｜Assistant｜>"),
         (),
     ),
-}  # fmt: skip
+}
 USABLE = sorted(name for name, stock in STOCK.items() if stock.twin)
 
 

@@ -23,7 +23,7 @@ from tests.support.project import ROOT
 SEARCH_LIMITS = {"workers": 1, "call_timeout_s": 60.0, "task_timeout_s": 90.0, "cpu_s": 60}
 
 SEARCH = textwrap.dedent(
-    '''
+    """
     import os
 
     TOKEN = "$token"
@@ -66,7 +66,7 @@ SEARCH = textwrap.dedent(
             if not os.path.basename(start).startswith(LIBRARIES):
                 walk(start, 3, found)
         return {"files": sorted(found), "mount_lines": [line for line in table if PLACE in line]}
-    '''
+    """
 )
 
 

@@ -24,8 +24,16 @@ from tests.support.params import episode_params, sandbox_params
 from tests.support.project import ROOT, merge, run
 
 # Small enough for seconds of training; max_length fits a whole dialogue at this vocabulary size.
-TINY = {"vocab_size": 384, "hidden_size": 64, "layers": 2, "heads": 4, "max_length": 1536,
-        "epochs": 2, "batch_size": 4, "learning_rate": 0.005}  # fmt: skip
+TINY = {
+    "vocab_size": 384,
+    "hidden_size": 64,
+    "layers": 2,
+    "heads": 4,
+    "max_length": 1536,
+    "epochs": 2,
+    "batch_size": 4,
+    "learning_rate": 0.005,
+}
 
 
 @dataclass
@@ -52,9 +60,14 @@ def corpus(sandbox, tmp_path_factory) -> Corpus:
             for t, c in zip(tasks, checks)
         ]
     demos = run_episodes(
-        checked["train"], 2, ScriptedExpert(0.8), sandbox_runtime(ScriptedHuman(), sandbox), episode_params(), 0,
+        checked["train"],
+        2,
+        ScriptedExpert(0.8),
+        sandbox_runtime(ScriptedHuman(), sandbox),
+        episode_params(),
+        0,
         Checkpoint(tmp_path_factory.mktemp("demos") / "c.jsonl"),
-    )  # fmt: skip
+    )
     return Corpus(checked["train"], checked["test"], demos)
 
 
@@ -64,7 +77,9 @@ def write_inputs(root: Path, corpus: Corpus, model: dict) -> Path:
     (root / "data/backend/demos").mkdir(parents=True)
     tasks_frame(corpus.train, CHECKED_SCHEMA).write_parquet(root / "data/backend/tasks/train.parquet")
     trajectories_frame(corpus.demos).write_parquet(root / "data/backend/demos/trajectories.parquet")
-    params = merge(yaml.safe_load((ROOT / "params.yaml").read_text()), {"backend": {"model": model}, "training": {"threads": 1}})
+    params = merge(
+        yaml.safe_load((ROOT / "params.yaml").read_text()), {"backend": {"model": model}, "training": {"threads": 1}}
+    )
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     return root
 

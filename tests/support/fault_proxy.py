@@ -35,8 +35,16 @@ from urllib.parse import urlsplit
 
 # Headers that describe one hop's connection, not the message: never copied across the proxy.
 HOP_BY_HOP = {
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
-    "te", "trailer", "transfer-encoding", "upgrade", "content-length", "host",
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+    "host",
 }
 REASONS = {429: "rate_limit_exceeded", 500: "server_error", 502: "bad_gateway", 503: "service_unavailable"}
 

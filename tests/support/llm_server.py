@@ -51,8 +51,13 @@ def cpu_server(
 ) -> ServerParams:
     """params.yaml's `transformers serve` on a CPU (`agents.served_base.server`), with these knobs."""
     server = project_params().agents["served_base"].server
-    return server.model_copy(update={"command": [*server.command, *extra_args], "startup_timeout_s": startup_timeout,
-                                     "threads": threads or 0})  # fmt: skip
+    return server.model_copy(
+        update={
+            "command": [*server.command, *extra_args],
+            "startup_timeout_s": startup_timeout,
+            "threads": threads or 0,
+        }
+    )
 
 
 @contextlib.contextmanager

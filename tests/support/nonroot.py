@@ -31,7 +31,7 @@ from pathlib import Path
 from tests.support.project import ROOT
 
 PR_SET_CHILD_SUBREAPER = 36
-CHECK = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import sweetflow.backend.sandbox.pool'], check=True)"
+CHECK = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import sweetflow.backend.sandbox.pool'], check=True)"  # noqa: E501
 
 
 @dataclass
@@ -47,8 +47,16 @@ class NonRoot:
         """Call `function` ("module:name") as the user, from `cwd`, with tempfile's directory `scratch`:
         (what it returned, the processes that outlived it)."""
         request = {"function": function, "kwargs": kwargs, "scratch": scratch}
-        out = subprocess.run(self.command("-m", "tests.support.nonroot"), input=json.dumps(request), cwd=cwd,
-                             env=self.env(cwd), capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+        out = subprocess.run(
+            self.command("-m", "tests.support.nonroot"),
+            input=json.dumps(request),
+            cwd=cwd,
+            env=self.env(cwd),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         if out.returncode != 0:
             raise RuntimeError(f"{function} as uid {self.uid} failed:\n{out.stderr[-3000:]}")
         reply = json.loads(out.stdout.splitlines()[-1])
@@ -61,7 +69,9 @@ class NonRoot:
         """The command `python *args` as the user, where it may not make a user namespace: in one of its
         own whose limit on them is 0 (the sysctl user.max_user_namespaces, as each user namespace has
         it), or as it is where it has none to begin with."""
-        probe = subprocess.run([*self.prefix, "unshare", "--user", "--map-root-user", "true"], capture_output=True, check=False)
+        probe = subprocess.run(
+            [*self.prefix, "unshare", "--user", "--map-root-user", "true"], capture_output=True, check=False
+        )
         if probe.returncode != 0:
             return self.command(*args)
         limit = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
@@ -88,8 +98,12 @@ def non_root(workdir: Path) -> NonRoot | str:
         return f"uid {uid} cannot run {sys.executable}, and there is no system Python of the same version"
     venv = workdir / "venv"
     subprocess.run([system, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
-    site = subprocess.run([str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+    site = subprocess.run(
+        [str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     ours = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
     Path(site, "sweetflow-tests.pth").write_text("".join(f"{p}\n" for p in sorted(ours)))
     for d in (workdir, *workdir.parents):
@@ -139,8 +153,13 @@ def run_job(code: str, calls: list[str], params: dict) -> dict:
     with Sandbox(sandbox_params(**params)) as sb:
         (run,) = sb.run([Job(code, calls)])
         (plain,) = sb.run([Job("def f(x):\n    return x\n", ["f(1)"])])
-        return {"status": run.status, "outputs": run.outputs, "call_errors": run.call_errors, "walls": sb.walls,
-                "plain": plain.outputs[0]}  # fmt: skip
+        return {
+            "status": run.status,
+            "outputs": run.outputs,
+            "call_errors": run.call_errors,
+            "walls": sb.walls,
+            "plain": plain.outputs[0],
+        }
 
 
 def main() -> None:

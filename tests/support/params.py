@@ -1,7 +1,7 @@
 """Parameters for tests: the project's own params.yaml, with a test's overrides on top.
 
-    sandbox_params(workers=2)                  # backend.scoring of params.yaml, 2 workers
-    project_params().agents["expert"]          # any section, as the stages read it
+sandbox_params(workers=2)                  # backend.scoring of params.yaml, 2 workers
+project_params().agents["expert"]          # any section, as the stages read it
 """
 
 from __future__ import annotations
@@ -29,8 +29,17 @@ def endpoint_params(**values):
     """An endpoint section: the values a test gives, the retry and timeout knobs of a quick test."""
     from sweetflow.params import EndpointParams
 
-    return EndpointParams(**{"base_url": "http://127.0.0.1:8000/v1", "model": "default", "api_key_env": "OPENAI_API_KEY",
-                             "timeout_s": 30.0, "max_retries": 2, "concurrency": 4, **values})  # fmt: skip
+    return EndpointParams(
+        **{
+            "base_url": "http://127.0.0.1:8000/v1",
+            "model": "default",
+            "api_key_env": "OPENAI_API_KEY",
+            "timeout_s": 30.0,
+            "max_retries": 2,
+            "concurrency": 4,
+            **values,
+        }
+    )
 
 
 def render_params(**overrides):
@@ -52,8 +61,16 @@ def transformers_agent(checkpoint, **overrides):
 def openai_agent(endpoint, **overrides):
     from sweetflow.params import OpenAIAgentParams
 
-    return OpenAIAgentParams(**{"backend": "openai", "endpoint": endpoint, "temperature": 1.0, "top_p": 1.0,
-                                "max_new_tokens": 64, **overrides})  # fmt: skip
+    return OpenAIAgentParams(
+        **{
+            "backend": "openai",
+            "endpoint": endpoint,
+            "temperature": 1.0,
+            "top_p": 1.0,
+            "max_new_tokens": 64,
+            **overrides,
+        }
+    )
 
 
 def training_params(**overrides):

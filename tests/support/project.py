@@ -13,8 +13,21 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "tests" / "data" / "colbench-sample"  # real ColBench rows; see its README
 # Besides the code: the directories that files named in params must lie in (sweetflow.params.InputDir).
-PROJECT_FILES = ("dvc.yaml", "params.yaml", "Snakefile", "pyproject.toml", ".dvcignore", "stages", "sweetflow", "workflow",
-                 "data/offline", "data/sources", "models/external", "models/clip", "configs/accelerate")
+PROJECT_FILES = (
+    "dvc.yaml",
+    "params.yaml",
+    "Snakefile",
+    "pyproject.toml",
+    ".dvcignore",
+    "stages",
+    "sweetflow",
+    "workflow",
+    "data/offline",
+    "data/sources",
+    "models/external",
+    "models/clip",
+    "configs/accelerate",
+)
 TAILWIND = ROOT / "vendor/tailwindcss-2.2.19/tailwind.min.css"  # scripts/setup.sh fetches it
 # A model small enough to train and sample in seconds; the pipeline's wiring is what is tested.
 # The context holds a whole dialogue with the critic's reference at this small vocabulary.
@@ -46,12 +59,15 @@ SMALL_PARAMS = {
     "critics": {"with_info": {"epochs": 1, "warmup_epochs": 1, "warmup_min_reward": 0.0}, "no_info": {"epochs": 1}},
     "candidates": {"share": 0.1, "n": 4, "policy": {"max_new_tokens": 32, "threads": 1}},
     "critic_check": {"states": 3, "rollouts": 1},
-    "policies": {"rft": {"epochs": 1, "min_reward": {"backend": 1.0, "frontend": 0.2}}, "mtdpo": {"epochs": 1},
-                 "sweet": {"epochs": 1},
-                 # The official actor's NLL (whole dialogue, per-sequence mean) runs through the stage here.
-                 "sweet_no_info": {"epochs": 1, "nll_coef": 0.01, "nll_span": "dialogue", "nll_mean": "sequence"}},
+    "policies": {
+        "rft": {"epochs": 1, "min_reward": {"backend": 1.0, "frontend": 0.2}},
+        "mtdpo": {"epochs": 1},
+        "sweet": {"epochs": 1},
+        # The official actor's NLL (whole dialogue, per-sequence mean) runs through the stage here.
+        "sweet_no_info": {"epochs": 1, "nll_coef": 0.01, "nll_span": "dialogue", "nll_mean": "sequence"},
+    },
     "seeds": [0, 1],
-}  # fmt: skip
+}
 
 
 def tool_env() -> dict:

@@ -56,22 +56,36 @@ def build_tiny_vlm(dest: Path) -> Path:
     ids = {name: tokenizer.convert_tokens_to_ids(t) for name, t in (("bos", BOS), ("eos", EOS), ("pad", PAD))}
     config = LlavaConfig(
         vision_config=CLIPVisionConfig(
-            hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-            image_size=IMAGE_SIDE, patch_size=PATCH, projection_dim=32,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=IMAGE_SIDE,
+            patch_size=PATCH,
+            projection_dim=32,
         ),
         text_config=LlamaConfig(
-            vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-            num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096,
-            bos_token_id=ids["bos"], eos_token_id=ids["eos"], pad_token_id=ids["pad"],
+            vocab_size=len(tokenizer),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=4096,
+            bos_token_id=ids["bos"],
+            eos_token_id=ids["eos"],
+            pad_token_id=ids["pad"],
         ),
         image_token_index=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
         vision_feature_layer=-1,
         vision_feature_select_strategy="default",
-    )  # fmt: skip
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = LlavaForConditionalGeneration(config)
-    model.generation_config = GenerationConfig(bos_token_id=ids["bos"], eos_token_id=ids["eos"], pad_token_id=ids["pad"])
+    model.generation_config = GenerationConfig(
+        bos_token_id=ids["bos"], eos_token_id=ids["eos"], pad_token_id=ids["pad"]
+    )
     model.save_pretrained(dest)
     processor.save_pretrained(dest)
     return dest

@@ -107,8 +107,9 @@ def test_content_hash_sees_every_byte_and_name_but_not_manifests(tmp_path_factor
 
 def test_code_is_dirty_when_code_changes_not_when_the_pipeline_writes(tmp_path, monkeypatch):
     def git(*args):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True, capture_output=True
+        )
 
     for name in ("sweetflow/step.py", "dvc.lock", "reports/backend/metrics.json", "params.yaml"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

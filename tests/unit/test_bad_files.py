@@ -87,8 +87,10 @@ def test_a_corrupt_safetensors_file_is_one_line_naming_it(checkpoint, tmp_path, 
     with pytest.raises(InputError, match=f"^{weights}: safetensors weights unreadable"):
         load_checkpoint(broken)
     # As a stage shows it: run_stage's one line on stderr.
-    script = f"from sweetflow.errors import run_stage\nfrom sweetflow.models.checkpoint import load_checkpoint\n" \
-             f"run_stage(lambda: load_checkpoint({str(broken)!r}))\n"  # fmt: skip
+    script = (
+        f"from sweetflow.errors import run_stage\nfrom sweetflow.models.checkpoint import load_checkpoint\n"
+        f"run_stage(lambda: load_checkpoint({str(broken)!r}))\n"
+    )
     result = subprocess.run([sys.executable, "-c", script], env=tool_env(), capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stderr.strip().splitlines()[-1].startswith(f"error: {weights}: ")
     assert len([line for line in result.stderr.splitlines() if "Traceback" in line]) == 0
@@ -97,7 +99,7 @@ def test_a_corrupt_safetensors_file_is_one_line_naming_it(checkpoint, tmp_path, 
 def private_tmpfs(directory: Path, size: str) -> list[str] | str:
     """A command prefix that runs what follows with a `size` tmpfs over `directory`, in a mount
     namespace of its own (as root; as a normal user, inside a user namespace), or why it cannot."""
-    mount = f"mount -t tmpfs -o size={size} tmpfs {directory} && exec \"$@\""
+    mount = f'mount -t tmpfs -o size={size} tmpfs {directory} && exec "$@"'
     for flags in (["-m"], ["-r", "-m"]):
         wrap = ["unshare", *flags, "sh", "-c", mount, "sh"]
         probe = subprocess.run([*wrap, "true"], capture_output=True, text=True)
@@ -116,7 +118,7 @@ def test_a_full_disk_stops_the_stage_in_one_line_naming_the_output_and_keeps_the
         pytest.skip(wrap)
     keep = f"cp -r {out}/. /tmp/keep-tasks-{os.getpid()}"  # noqa: S108 - copied back inside the namespace
     subprocess.run(["sh", "-c", f"mkdir -p /tmp/keep-tasks-{os.getpid()} && {keep}"], check=True)
-    restore = f"mkdir -p {out} && cp -r /tmp/keep-tasks-{os.getpid()}/. {out} && exec \"$@\""
+    restore = f'mkdir -p {out} && cp -r /tmp/keep-tasks-{os.getpid()}/. {out} && exec "$@"'
     result = stage(project, "stages.tasks", "backend", wrap=[*wrap, "sh", "-c", restore, "sh"])
     shutil.rmtree(f"/tmp/keep-tasks-{os.getpid()}")
     assert result.returncode == 1, result.stderr[-2000:]

@@ -13,7 +13,6 @@ from sweetflow.cli import main
 from sweetflow.colbench import import_official
 from sweetflow.inputs import ImportRowError
 
-
 ROW = {
     "task": {"problem_description": "p", "ground_truth": "def f(x):\n    return x", "test_cases": {"test1": "f(1)"}},
     "dialogue_history": [{"role": "assistant", "content": "I WANT TO ANSWER: def f(x): return x"}],

@@ -6,9 +6,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Iterator, Union, get_args, get_origin
+from typing import Annotated, Union, get_args, get_origin
 
 import pytest
 from pydantic import BaseModel
@@ -34,8 +35,18 @@ def test_resources_are_declared_beside_every_stage_and_gpus_only_where_models_ru
         by_kind.setdefault(spec.name.split("@")[0], set()).add(spec.resources)
     assert all(len(declared) == 1 for declared in by_kind.values())  # every domain and policy alike
     gpu = {kind for kind, declared in by_kind.items() if next(iter(declared)).gpus}
-    assert gpu == {"base_model", "rollout", "evaluate_base", "critic", "candidates", "rank", "critic_check", "policy",
-                   "evaluate_policy", "validate"}  # fmt: skip
+    assert gpu == {
+        "base_model",
+        "rollout",
+        "evaluate_base",
+        "critic",
+        "candidates",
+        "rank",
+        "critic_check",
+        "policy",
+        "evaluate_policy",
+        "validate",
+    }
     policy = next(s for s in STAGES if s.name == "policy@backend-sweet").resources
     assert policy.snakemake() == {"mem_mb": policy.mem_mb, "runtime": policy.runtime, "gpu": policy.gpus}
     assert "gpu" not in next(s for s in STAGES if s.name == "tasks@backend").resources.snakemake()
@@ -62,13 +73,33 @@ def test_a_dependency_left_out_is_named():
 
 def test_the_sandbox_worker_is_code_of_every_stage_that_runs_answers():
     """The worker is started as `python -m ...`, not imported; its module name is what links it."""
-    runs_answers = [s for s in STAGES if s.domain == "backend" and "sweetflow/backend/sandbox/worker.py" in
-                    code_closure(s.module, ["backend"])]  # fmt: skip
+    runs_answers = [
+        s
+        for s in STAGES
+        if s.domain == "backend" and "sweetflow/backend/sandbox/worker.py" in code_closure(s.module, ["backend"])
+    ]
     names = {s.name.split("@")[0] for s in runs_answers}
-    assert {"tasks", "score_references", "evaluate", "demos", "rollout", "evaluate_base", "critic_check",
-            "candidate_labels", "evaluate_policy"} <= names  # fmt: skip
-    assert not names & {"critic", "policy", "rank", "candidates", "trajectory_pairs", "step_pairs", "base_model",
-                        "critic_quality"}  # fmt: skip
+    assert {
+        "tasks",
+        "score_references",
+        "evaluate",
+        "demos",
+        "rollout",
+        "evaluate_base",
+        "critic_check",
+        "candidate_labels",
+        "evaluate_policy",
+    } <= names
+    assert not names & {
+        "critic",
+        "policy",
+        "rank",
+        "candidates",
+        "trajectory_pairs",
+        "step_pairs",
+        "base_model",
+        "critic_quality",
+    }
 
 
 def test_a_domain_stage_loads_only_its_own_domain():
@@ -104,7 +135,13 @@ def _test_data_upstream(spec, stages) -> list[str]:
             continue
         seen.add(s.name)
         found += [f"{s.name}: {d}" for d in s.deps if _reads_test(d)]
-        todo += [p for p in stages for d in s.deps for o in p.outs if d == o or d.startswith(o + "/") or o.startswith(d + "/")]
+        todo += [
+            p
+            for p in stages
+            for d in s.deps
+            for o in p.outs
+            if d == o or d.startswith(o + "/") or o.startswith(d + "/")
+        ]
     return found
 
 
@@ -178,8 +215,14 @@ def test_every_file_named_in_params_is_a_dependency_of_each_stage_that_reads_it(
     undeclared = [key for key, name, where in fields if where is None and name not in NOT_DATA_PATHS]
     assert undeclared == [], "a params path with no InputDir: DVC would not see the file it names change"
     keys = {key for key, _, where in fields if where is not None}
-    assert {"backend.tasks.colbench_test", "frontend.tasks.colbench_train", "backend.model.base",
-            "rollout.import_file", "training.accelerate_config", "frontend.scoring.similarity.clip_checkpoint"} <= keys
+    assert {
+        "backend.tasks.colbench_test",
+        "frontend.tasks.colbench_train",
+        "backend.model.base",
+        "rollout.import_file",
+        "training.accelerate_config",
+        "frontend.scoring.similarity.clip_checkpoint",
+    } <= keys
     checked = 0
     for stage in load_stages(ROOT):
         declared = list(json.loads(stage.params))

@@ -148,7 +148,9 @@ def test_the_cli_prints_the_command_from_the_params_file_it_is_given(tmp_path):
     text = PARAMS.read_text()
     assert "    n_train: 0 " in text  # params.yaml's frontend: train_domains [frontend] alone is invalid on it
     assert "    n_val: 0\n" in text
-    params.write_text(text.replace("    n_train: 0 ", "    n_train: 12 ", 1).replace("    n_val: 0\n", "    n_val: 4\n", 1))
+    params.write_text(
+        text.replace("    n_train: 0 ", "    n_train: 12 ", 1).replace("    n_val: 0\n", "    n_val: 4\n", 1)
+    )
     exp = tmp_path / "only-here.yaml"
     exp.write_text("train_domains: [frontend]\n")
     command = [sys.executable, "-m", "sweetflow.cli", "experiment", str(exp), "--print"]

@@ -42,8 +42,13 @@ def test_the_cli_names_a_directory_given_as_a_file(tmp_path, capsys):
 
 # --- one row, read field by field (the official task rows of both domains) -----------------------
 
-_NOT_TEXT = st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), st.lists(st.text(max_size=3), max_size=2),
-                      st.text(alphabet=" \t\n", max_size=4))  # fmt: skip
+_NOT_TEXT = st.one_of(
+    st.none(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.lists(st.text(max_size=3), max_size=2),
+    st.text(alphabet=" \t\n", max_size=4),
+)
 
 
 @given(value=_NOT_TEXT, field=st.text(min_size=1, max_size=12), line=st.integers(1, 10_000))

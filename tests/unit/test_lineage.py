@@ -29,8 +29,15 @@ def project(tmp_path: Path, monkeypatch) -> Path:
 
 
 def write_manifest(artifact: Path, changes: dict) -> None:
-    manifest = {"stage": "s", "output": "data/x", "output_hash": content_hash(artifact), "metrics": {},
-                "params": {}, "inputs": {}, "seed": 0}  # fmt: skip
+    manifest = {
+        "stage": "s",
+        "output": "data/x",
+        "output_hash": content_hash(artifact),
+        "metrics": {},
+        "params": {},
+        "inputs": {},
+        "seed": 0,
+    }
     (artifact / MANIFEST).write_text(json.dumps({**manifest, **changes}))
 
 

@@ -54,13 +54,24 @@ def test_no_knob_has_a_default_in_the_models():
 
     def defaults(model: type[BaseModel]) -> list[str]:
         found = [f"{model.__name__}.{name}" for name, field in model.model_fields.items() if not field.is_required()]
-        return found + [d for field in model.model_fields.values() for m in models(field.annotation) for d in defaults(m)]
+        return found + [
+            d for field in model.model_fields.values() for m in models(field.annotation) for d in defaults(m)
+        ]
 
     assert defaults(Params) == []
 
 
-@pytest.mark.parametrize("key", ["backend.scoring.memory_mb", "training.threads", "critics.with_info.beta",
-                                 "agents.base.top_p", "evaluate.policy.max_new_tokens", "frontend.scoring.render.chromium"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "backend.scoring.memory_mb",
+        "training.threads",
+        "critics.with_info.beta",
+        "agents.base.top_p",
+        "evaluate.policy.max_new_tokens",
+        "frontend.scoring.render.chromium",
+    ],
+)
 def test_a_value_removed_from_params_yaml_is_named(tmp_path, key):
     raw = copy.deepcopy(PROJECT)
     *path, last = key.split(".")
@@ -128,7 +139,9 @@ def test_a_trained_domain_needs_training_tasks(tmp_path):
         load_params(write(tmp_path, {"train_domains": ["backend", "frontend"]}))
     with pytest.raises(ParamsError, match="train_domains has 'frontend', whose tasks.n_val is 0"):
         load_params(write(tmp_path, {"train_domains": ["frontend"], "frontend": {"tasks": {"n_train": 20}}}))
-    params = load_params(write(tmp_path, {"train_domains": ["frontend"], "frontend": {"tasks": {"n_train": 20, "n_val": 5}}}))
+    params = load_params(
+        write(tmp_path, {"train_domains": ["frontend"], "frontend": {"tasks": {"n_train": 20, "n_val": 5}}})
+    )
     assert params.train_domains == ["frontend"]
 
 
@@ -182,7 +195,6 @@ def test_a_huge_offending_value_is_shown_short(tmp_path):
     assert "backend.tasks.n_test" in str(err.value) and len(str(err.value)) < 2_000
 
 
-
 def test_thousands_of_bad_values_are_named_by_the_first_few(tmp_path):
     text = (ROOT / "params.yaml").read_text().replace("\nseeds: [0, 1, 2]\n", "\nseeds: [" + "a, " * 20_000 + "a]\n")
     started = time.process_time()
@@ -221,8 +233,10 @@ def test_the_cli_prints_any_unknown_key_as_text(tmp_path, capsys, key):
     ],
 )
 def test_auto_scoring_rules_follow_colbench_only_for_its_tasks(source, answer_filter, namespace, expected):
-    changes = {"tasks": {"source": source, "colbench_train": "data/sources/x.jsonl", "colbench_test": "data/sources/y.jsonl"},
-               "scoring": {"answer_filter": answer_filter, "namespace": namespace}}  # fmt: skip
+    changes = {
+        "tasks": {"source": source, "colbench_train": "data/sources/x.jsonl", "colbench_test": "data/sources/y.jsonl"},
+        "scoring": {"answer_filter": answer_filter, "namespace": namespace},
+    }
     assert params_with({"backend": changes}).backend.scoring_rules() == expected
 
 
@@ -257,7 +271,9 @@ def test_params_survive_dvcs_round_trip_of_params_yaml(tmp_path):
         loader.dump(data, fh)
     changed = load_params(tmp_path / "params.yaml")
     assert changed.policies["sweet"].epochs == 3
-    assert changed.model_dump(exclude={"policies"}) == load_params(ROOT / "params.yaml").model_dump(exclude={"policies"})
+    assert changed.model_dump(exclude={"policies"}) == load_params(ROOT / "params.yaml").model_dump(
+        exclude={"policies"}
+    )
 
 
 IMPORT = {"source": "import", "import_file": "data/offline/t.jsonl", "import_reward": "sandbox"}
@@ -268,21 +284,44 @@ IMPORT = {"source": "import", "import_file": "data/offline/t.jsonl", "import_rew
     [
         ({"rollout": {**IMPORT, "import_file": None}}, "source 'import' needs import_file"),
         ({"rollout": {"import_file": "data/offline/t.jsonl"}}, "import_file is read only with source 'import'"),
-        ({"rollout": {**IMPORT, "import_file": "/data/t.jsonl"}}, "import_file: Value error, must lie under data/offline/"),
-        ({"rollout": {**IMPORT, "import_file": "data/offline/../t.jsonl"}}, "import_file: Value error, must lie under data/offline/"),
-        ({"rollout": {**IMPORT, "import_file": "data/offline"}}, "import_file: Value error, must lie under data/offline/"),
-        ({"rollout": IMPORT, "train_domains": ["backend", "frontend"], "frontend": {"tasks": {"n_train": 4, "n_val": 2}}},
-         "rollout.source 'import' reads backend trajectories; train_domains has 'frontend'"),
-        ({"rollout": IMPORT, "backend": {"tasks": {"source": "colbench", "colbench_test": "data/sources/y.jsonl"}}},
-         "backend.tasks.colbench_train is null"),
+        (
+            {"rollout": {**IMPORT, "import_file": "/data/t.jsonl"}},
+            "import_file: Value error, must lie under data/offline/",
+        ),
+        (
+            {"rollout": {**IMPORT, "import_file": "data/offline/../t.jsonl"}},
+            "import_file: Value error, must lie under data/offline/",
+        ),
+        (
+            {"rollout": {**IMPORT, "import_file": "data/offline"}},
+            "import_file: Value error, must lie under data/offline/",
+        ),
+        (
+            {
+                "rollout": IMPORT,
+                "train_domains": ["backend", "frontend"],
+                "frontend": {"tasks": {"n_train": 4, "n_val": 2}},
+            },
+            "rollout.source 'import' reads backend trajectories; train_domains has 'frontend'",
+        ),
+        (
+            {"rollout": IMPORT, "backend": {"tasks": {"source": "colbench", "colbench_test": "data/sources/y.jsonl"}}},
+            "backend.tasks.colbench_train is null",
+        ),
     ],
-)  # fmt: skip
+)
 def test_an_import_names_what_it_lacks(tmp_path, changes, problem):
     with pytest.raises(ParamsError, match=re.escape(problem)):
         load_params(write(tmp_path, changes))
 
 
 def test_an_import_of_a_file_under_data_offline_is_valid():
-    changes = {"tasks": {"source": "colbench", "colbench_train": "data/sources/x.jsonl", "colbench_test": "data/sources/y.jsonl"}}
+    changes = {
+        "tasks": {
+            "source": "colbench",
+            "colbench_train": "data/sources/x.jsonl",
+            "colbench_test": "data/sources/y.jsonl",
+        }
+    }
     params = params_with({"rollout": IMPORT, "backend": changes})
     assert params.rollout.source == "import" and params.rollout.import_file == Path("data/offline/t.jsonl")

@@ -30,8 +30,11 @@ def test_the_paper_preset_holds_the_papers_values():
     assert {n: c.epochs for n, c in p.critics.items()} == {"with_info": 4, "no_info": 4}
     assert all(c.warmup_epochs == 0 and c.length_normalize for c in p.critics.values())
     assert {n: (q.epochs, q.batch_size) for n, q in p.policies.items()} == {
-        "rft": (4, 32), "mtdpo": (4, 8), "sweet": (1, 8), "sweet_no_info": (1, 8)
-    }  # fmt: skip
+        "rft": (4, 32),
+        "mtdpo": (4, 8),
+        "sweet": (1, 8),
+        "sweet_no_info": (1, 8),
+    }
     assert p.policies["sweet"].nll_coef == 0.01 and not p.policies["sweet"].length_normalize
     assert (p.candidates.n, p.candidates.share, p.step_pairs.num_pairs, p.step_pairs.rule) == (16, 0.1, 4, "halves")
     assert p.rank.baseline == "reference" and p.episodes.max_turns == 10

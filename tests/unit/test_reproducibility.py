@@ -35,10 +35,20 @@ print(json.dumps(reproducibility.active()))
 def test_portable_pins_both_libraries_after_torch_is_imported_and_native_leaves_them():
     runs = {mode: in_fresh_process(PIN_AFTER_IMPORT.format(before="", mode=mode)) for mode in ("native", "portable")}
     kernels = {mode: json.loads(run.stdout) for mode, run in runs.items()}
-    assert kernels["portable"] == {"mode": "portable", "aten_kernels": "AVX2", "mkl_branch": 3,
-                                   "aten_cpu_capability": "avx2", "mkl_cbwr": "COMPATIBLE"}  # fmt: skip
-    assert kernels["native"] == {"mode": "native", "aten_kernels": "AVX512", "mkl_branch": 1,
-                                 "aten_cpu_capability": None, "mkl_cbwr": None}  # fmt: skip
+    assert kernels["portable"] == {
+        "mode": "portable",
+        "aten_kernels": "AVX2",
+        "mkl_branch": 3,
+        "aten_cpu_capability": "avx2",
+        "mkl_cbwr": "COMPATIBLE",
+    }
+    assert kernels["native"] == {
+        "mode": "native",
+        "aten_kernels": "AVX512",
+        "mkl_branch": 1,
+        "aten_cpu_capability": None,
+        "mkl_cbwr": None,
+    }
 
 
 @pytest.mark.skipif(not AVX512, reason="needs a CPU whose native kernels are not AVX2")

@@ -26,8 +26,10 @@ def test_ordinary_text_is_left_alone():
     assert redact(text) == text
 
 
-@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=8, max_size=40),
-       st.text(max_size=50))
+@given(
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=8, max_size=40),
+    st.text(max_size=50),
+)
 def test_a_remembered_secret_never_survives_in_any_surrounding_text(secret, around):
     assume(secret not in MASK)
     remember(secret)

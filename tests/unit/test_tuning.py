@@ -45,8 +45,12 @@ def test_an_experiment_targets_only_the_validation_stage():
 
 
 def trial(policy: str, lr: float, epochs: int, success: float, tests: float) -> Trial:
-    return Trial(policy, f"{policy}-{lr}-{epochs}", {"learning_rate": lr, "epochs": epochs},
-                 {"success_rate": success, "tests_passed": tests})  # fmt: skip
+    return Trial(
+        policy,
+        f"{policy}-{lr}-{epochs}",
+        {"learning_rate": lr, "epochs": epochs},
+        {"success_rate": success, "tests_passed": tests},
+    )
 
 
 @pytest.mark.parametrize(
@@ -62,9 +66,18 @@ def test_the_choice_follows_the_goal_metric_then_the_other_then_the_cost(trials,
 
 
 def test_the_table_lists_every_trial_and_marks_one_per_policy(tmp_path):
-    official = Trial("sweet", "sweet-official", {"learning_rate": 1e-4, "epochs": 1, **OFFICIAL_NLL},
-                     {"success_rate": 0.1, "tests_passed": 0.4})  # fmt: skip
-    trials = [trial("rft", 1e-4, 1, 0.2, 0.5), trial("rft", 1e-3, 4, 0.3, 0.4), trial("sweet", 1e-4, 1, 0.25, 0.5), official]
+    official = Trial(
+        "sweet",
+        "sweet-official",
+        {"learning_rate": 1e-4, "epochs": 1, **OFFICIAL_NLL},
+        {"success_rate": 0.1, "tests_passed": 0.4},
+    )
+    trials = [
+        trial("rft", 1e-4, 1, 0.2, 0.5),
+        trial("rft", 1e-3, 4, 0.3, 0.4),
+        trial("sweet", 1e-4, 1, 0.25, 0.5),
+        official,
+    ]
     best = choose(trials, HEADLINE, "success_rate")
     table = render("backend", trials, best, HEADLINE)
     rows = [line for line in table.splitlines() if line.startswith("| `")]
@@ -92,7 +105,9 @@ def test_an_experiment_file_runs_under_every_configuration():
 
 def test_a_chosen_configuration_prints_with_its_text_values():
     config = {"learning_rate": 1e-4, "epochs": 4, "nll_coef": 0.01, "nll_span": "dialogue", "nll_mean": "sequence"}
-    assert describe(config) == "learning_rate: 0.0001, epochs: 4, nll_coef: 0.01, nll_span: dialogue, nll_mean: sequence"
+    assert (
+        describe(config) == "learning_rate: 0.0001, epochs: 4, nll_coef: 0.01, nll_span: dialogue, nll_mean: sequence"
+    )
 
 
 def test_a_configuration_run_in_the_workspace_is_the_queued_experiment_run_at_once():

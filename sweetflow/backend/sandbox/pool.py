@@ -33,9 +33,9 @@ import sys
 import tempfile
 import threading
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from tqdm import tqdm
 
@@ -81,7 +81,7 @@ class Execution:
     call_errors: list[str | None]
 
     @classmethod
-    def failed(cls, status: str, n_calls: int) -> "Execution":
+    def failed(cls, status: str, n_calls: int) -> Execution:
         return cls(status, [None] * n_calls, ["not_run"] * n_calls)
 
     def failure_kinds(self) -> Counter:
@@ -216,7 +216,7 @@ class Sandbox:
         n = self.params.workers or os.cpu_count() or 1
         self._workers = [_Worker(self.params) for _ in range(n)]
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         try:
             for w in self._workers:
                 w.start()

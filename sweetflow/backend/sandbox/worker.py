@@ -55,7 +55,16 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 0x1000, 0x4000, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
+    1,
+    2,
+    4,
+    8,
+    32,
+    0x1000,
+    0x4000,
+    1 << 18,
+)
 MNT_DETACH = 2
 # pivot_root has no libc wrapper: its system call number, by machine (41 is the generic table's).
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
@@ -67,7 +76,10 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
 LIBRARY_FILES = ("/etc/ld.so.cache",)
 DEVICES = ("null", "zero", "full", "random", "urandom")
-DEV_LINKS = {"fd": "/proc/self/fd", **{name: f"/proc/self/fd/{i}" for i, name in enumerate(("stdin", "stdout", "stderr"))}}
+DEV_LINKS = {
+    "fd": "/proc/self/fd",
+    **{name: f"/proc/self/fd/{i}" for i, name in enumerate(("stdin", "stdout", "stderr"))},
+}
 # The places each child may write, fresh for each: a code directory under one (a venv under /tmp) is
 # put back inside it.
 CHILD_WRITABLE = ("/tmp", "/dev/shm")
@@ -75,7 +87,13 @@ STAGING = "/tmp"  # where the new root is built, before it becomes "/"
 WORKDIR = "/tmp/work"  # the child's working directory, in its own /tmp
 ANSWER_NAME = "__answer__"
 # The child may not start threads (RLIMIT_NPROC), so numerical libraries must stay single-threaded.
-CHILD_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+CHILD_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 BASE_LAYERS = ("session", "rlimits", "empty-cwd", "scrubbed-env", "closed-fds")
 # The walls by name, as the tasks stage records them (its metrics): "hidden-project" is the empty root,
 # in which nothing of the host is in sight but what Python needs.
@@ -171,7 +189,9 @@ def _probe_user_namespace(ids: tuple[int, int]) -> str | None:
     if pid == 0:
         os.close(r)
         try:
-            _unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID, "user, mount, network and pid namespaces")
+            _unshare(
+                CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID, "user, mount, network and pid namespaces"
+            )
             _map_ids(ids)
             _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
             _mount("tmpfs", "/tmp", "tmpfs", 0, "size=1m")
@@ -185,8 +205,10 @@ def _probe_user_namespace(ids: tuple[int, int]) -> str | None:
     _, status = os.waitpid(pid, 0)
     if status == 0:
         return None
-    return (f"{message or f'exit status {status}'} (the sysctls that allow unprivileged user namespaces: "
-            "user.max_user_namespaces, kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns)")
+    return (
+        f"{message or f'exit status {status}'} (the sysctls that allow unprivileged user namespaces: "
+        "user.max_user_namespaces, kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns)"
+    )
 
 
 def _relay(pid: int) -> None:
@@ -248,8 +270,9 @@ def _put_back() -> tuple[list[str], dict[str, str]]:
     code = _code_dirs()
     # Entries that are no directory (an editable install's path hook) stay as they are.
     entries = [(e, os.path.realpath(e or ".")) for e in sys.path]
-    sys.path[:] = [real if os.path.exists(real) else e for e, real in entries
-                   if real in code or not os.path.exists(real)]  # fmt: skip
+    sys.path[:] = [
+        real if os.path.exists(real) else e for e, real in entries if real in code or not os.path.exists(real)
+    ]
     sys.path_importer_cache.clear()
     links = {d: os.readlink(d) for d in LIBRARY_DIRS if os.path.islink(d)}
     libraries = {os.path.realpath(d) for d in LIBRARY_DIRS if os.path.isdir(d)}
@@ -635,7 +658,7 @@ def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def main() -> None:

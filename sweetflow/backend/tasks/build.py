@@ -59,5 +59,3 @@ def load_tasks(p: TasksParams, sandbox: Sandbox, metrics: dict) -> tuple[list[di
             )
         splits[split] = result.tasks
     return splits["train"], splits["test"], [p.llm.corpus]
-
-

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 import random
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 class _NameTemplate(string.Template):

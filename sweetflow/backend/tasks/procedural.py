@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import random
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType
-from typing import Callable
 
 from tqdm import tqdm
 
@@ -70,7 +70,11 @@ def _same_output(a: object, b: object) -> bool:
 
 
 def generate_tasks(
-    n_train: int, n_test: int, seed: int, families: list[str] | None = None, progress: bool = False,
+    n_train: int,
+    n_test: int,
+    seed: int,
+    families: list[str] | None = None,
+    progress: bool = False,
     test_seed: int | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """Return (train, test) task records, deterministic for a given seed.

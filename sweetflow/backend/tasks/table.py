@@ -61,7 +61,15 @@ def read_tasks(path: Path | str, columns: list[str] | None = None) -> pl.DataFra
 
 # The sandbox limits under which a reference's outputs were computed: with others, a call could time
 # out or run out of memory where it did not (`workers` and `run_without_walls` change no output).
-OUTPUT_LIMITS = ("call_timeout_s", "task_timeout_s", "cpu_s", "memory_mb", "file_size_mb", "open_files", "max_output_bytes")
+OUTPUT_LIMITS = (
+    "call_timeout_s",
+    "task_timeout_s",
+    "cpu_s",
+    "memory_mb",
+    "file_size_mb",
+    "open_files",
+    "max_output_bytes",
+)
 
 
 def stored_references(path: Path | str, limits: SandboxParams, rules: ScoringRules) -> dict[str, ReferenceCheck]:
@@ -76,9 +84,13 @@ def stored_references(path: Path | str, limits: SandboxParams, rules: ScoringRul
         made = read_manifest(path.parent)["params"]
         scoring, source = made["backend.scoring"], made["backend.tasks"]["source"]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise InputError(f"{path}: no record of the params it was made with ({path.parent}/manifest.json: {e})") from None
+        raise InputError(
+            f"{path}: no record of the params it was made with ({path.parent}/manifest.json: {e})"
+        ) from None
     function = scoring.get("namespace") == "function" or (scoring.get("namespace") == "auto" and source == "colbench")
-    differences = [(k, scoring.get(k), getattr(limits, k)) for k in OUTPUT_LIMITS if scoring.get(k) != getattr(limits, k)]
+    differences = [
+        (k, scoring.get(k), getattr(limits, k)) for k in OUTPUT_LIMITS if scoring.get(k) != getattr(limits, k)
+    ]
     if function != rules.function_namespace:
         differences.append(("namespace", _namespace(function), _namespace(rules.function_namespace)))
     if differences:

@@ -84,11 +84,22 @@ def test_the_record_names_the_checkpoint_and_the_model_and_leaves_the_port_out()
     assert record == {
         "checkpoint": "models/backend/policies/sweet/seed1",
         "model": "models/backend/policies/sweet/seed1",
-        "command": ["transformers", "serve", "models/backend/policies/sweet/seed1", "--host", "127.0.0.1",
-                    "--port", "{port}", "--device", "cpu"],
-    }  # fmt: skip
-    agents = {"seed1": params.model_copy(update={"checkpoint": "models/backend/policies/sweet/seed1"}),
-              "agents.base": project_params().agents["base"]}  # fmt: skip
+        "command": [
+            "transformers",
+            "serve",
+            "models/backend/policies/sweet/seed1",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "{port}",
+            "--device",
+            "cpu",
+        ],
+    }
+    agents = {
+        "seed1": params.model_copy(update={"checkpoint": "models/backend/policies/sweet/seed1"}),
+        "agents.base": project_params().agents["base"],
+    }
     records = served_records(agents, {"models/backend/policies/sweet/seed1": "abc123"})
     assert records == {"seed1": {**record, "checkpoint_hash": "abc123"}}  # in-process agents serve nothing
 
@@ -188,9 +199,16 @@ def test_a_stage_killed_outright_takes_its_server_along(checkpoint_dir, tmp_path
 
 
 def views(n: int) -> list[EpisodeView]:
-    return [EpisodeView(f"t{i}", "Write a function that adds two numbers.", [Message("agent", "What")][: i % 2], seed=i,
-                        max_turns=10)
-            for i in range(n)]  # fmt: skip
+    return [
+        EpisodeView(
+            f"t{i}",
+            "Write a function that adds two numbers.",
+            [Message("agent", "What")][: i % 2],
+            seed=i,
+            max_turns=10,
+        )
+        for i in range(n)
+    ]
 
 
 def test_the_served_agent_generates_through_its_own_server_and_stops_it_on_an_interrupt(tiny_checkpoint):

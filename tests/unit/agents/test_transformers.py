@@ -36,8 +36,11 @@ def views(corpus) -> list[EpisodeView]:
     out = []
     for i, demo in enumerate(corpus.demos[:6]):
         messages = [Message(t["role"], t["content"]) for t in demo["dialogue"]][: 2 * (i % 3)]
-        out.append(EpisodeView(demo["task_id"], by_id[demo["task_id"]]["problem_description"], messages, demo["seed"],
-                               max_turns=10))
+        out.append(
+            EpisodeView(
+                demo["task_id"], by_id[demo["task_id"]]["problem_description"], messages, demo["seed"], max_turns=10
+            )
+        )
     return out
 
 
@@ -137,8 +140,9 @@ def test_a_reused_prefix_generates_the_same_tokens(tiny_checkpoint, seed, rows, 
 
     def draw(prompts, prefixes=None, turn=0):
         generators = [torch.Generator().manual_seed(seed * 10 + 2 * i + turn) for i in range(len(prompts))]
-        return sample(policy.model, prompts, generators, temperature, 1.0, 12, 4096, policy.stop_ids,
-                      policy.pad_id, prefixes)  # fmt: skip
+        return sample(
+            policy.model, prompts, generators, temperature, 1.0, 12, 4096, policy.stop_ids, policy.pad_id, prefixes
+        )
 
     turn_one = draw(first, [None] * rows)
     kept = [prefix for _, _, prefix in turn_one]
@@ -167,8 +171,9 @@ def test_episodes_with_prefix_reuse_say_the_same_as_without(checkpoint, corpus, 
     tasks, episodes = corpus.test[:3], episode_params(max_turns=4)
 
     def roll(policy, name):
-        return run_episodes(tasks, 2, policy, sandbox_runtime(ScriptedHuman(), sandbox), episodes, 0,
-                            Checkpoint(tmp_path / name))  # fmt: skip
+        return run_episodes(
+            tasks, 2, policy, sandbox_runtime(ScriptedHuman(), sandbox), episodes, 0, Checkpoint(tmp_path / name)
+        )
 
     knobs = {"max_new_tokens": 48, "temperature": temperature}
     reusing = agent(checkpoint, reuse_prefix=True, **knobs)
@@ -192,8 +197,9 @@ def test_generation_uses_no_deprecated_transformers_api(tiny_checkpoint, views, 
     policy = agent(tiny_checkpoint, max_new_tokens=8, reuse_prefix=reuse_prefix)
     first = policy.act(views)
     grown = [
-        EpisodeView(v.task_id, v.problem_description, [*v.messages, Message(AGENT, t.message), Message(HUMAN, "yes")],
-                    v.seed)  # fmt: skip
+        EpisodeView(
+            v.task_id, v.problem_description, [*v.messages, Message(AGENT, t.message), Message(HUMAN, "yes")], v.seed
+        )
         for v, t in zip(views, first)
     ]
     assert all(isinstance(t, AgentTurn) for t in policy.act(grown))
@@ -221,7 +227,9 @@ def test_served_and_in_process_backends_both_produce_well_formed_episodes(checkp
     tasks, episodes = corpus.test[:3], episode_params(max_turns=3)
 
     def roll(policy, name):
-        records = run_episodes(tasks, 2, policy, sandbox_runtime(ScriptedHuman(), sandbox), episodes, 0, Checkpoint(tmp_path / name))
+        records = run_episodes(
+            tasks, 2, policy, sandbox_runtime(ScriptedHuman(), sandbox), episodes, 0, Checkpoint(tmp_path / name)
+        )
         return to_frame(records)
 
     in_process = roll(agent(checkpoint, max_new_tokens=48), "transformers.jsonl")

@@ -15,7 +15,12 @@ _, TASKS = generate_tasks(0, 28, seed=5)
 
 def view(task: dict, messages=(), seed: int = 0) -> EpisodeView:
     return EpisodeView(
-        task["task_id"], task["problem_description"], list(messages), seed, task["facts"], task["template"],
+        task["task_id"],
+        task["problem_description"],
+        list(messages),
+        seed,
+        task["facts"],
+        task["template"],
         max_turns=10,
     )
 

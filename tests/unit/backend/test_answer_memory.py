@@ -25,7 +25,7 @@ PREFIX = "sweetflow-memory-probe-"
 LIMITS = {"workers": 1, "call_timeout_s": 20.0, "task_timeout_s": 30.0}
 
 SCAN = textwrap.dedent(
-    '''
+    """
     import ctypes, gc, re
 
     # Split, so that the prefix is never followed by a token where this source lies in memory.
@@ -48,7 +48,7 @@ SCAN = textwrap.dedent(
             items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else ()
             found.update(m for s in items if isinstance(s, str) for m in re.findall(PATTERN.pattern.decode(), s))
         return sorted(found)
-    '''
+    """
 )
 
 
@@ -56,14 +56,15 @@ def correct_answer(token: str) -> str:
     """An answer of a usual length (ColBench's references run to a few hundred bytes or more), with the
     token at its end, where the start of a freed block the allocator reuses does not reach."""
     steps = "".join(f"    # step {i}: double the input, as the task asks, one careful comment\n" for i in range(24))
-    return f'def f(x):\n{steps}    return x * 2  # {token}\n'
+    return f"def f(x):\n{steps}    return x * 2  # {token}\n"
 
 
 def tokens_after_a_correct_answer(token: str, control: str) -> dict:
     """Score a correct answer, then the scan, in one worker: what the scan found, and how each ended."""
     with Sandbox(sandbox_params(**LIMITS)) as sb:
-        honest, scan = sb.run([Job(correct_answer(token), ["f(21)"]),
-                               Job(SCAN.replace("$control", control), ["scan()"])])  # fmt: skip
+        honest, scan = sb.run(
+            [Job(correct_answer(token), ["f(21)"]), Job(SCAN.replace("$control", control), ["scan()"])]
+        )
     return {"honest": honest.outputs[0], "status": scan.status, "found": plaindata.loads(scan.outputs[0] or "[]")}
 
 

@@ -120,9 +120,9 @@ HONEST = {
             return out
         """),
     "namedtuple": "from collections import namedtuple\nB = namedtuple('B', 'lo hi')\n"
-                  "def bounds(xs):\n    return B(min(xs), max(xs))\n",
+    "def bounds(xs):\n    return B(min(xs), max(xs))\n",
     "numpy scalar": "import numpy as np\ndef mean(xs):\n    return np.mean(np.array(xs, dtype=np.float64))\n",
-}  # fmt: skip
+}
 LYING = {
     "dict subclass equal to everything": textwrap.dedent("""
         class Yes(dict):

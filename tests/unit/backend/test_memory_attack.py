@@ -32,7 +32,7 @@ SAMPLE = ROOT / "tests/data/colbench-sample/backend_test_first100.jsonl"
 ROWS = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:40]]
 
 SCRAPER = textwrap.dedent(
-    '''
+    """
     import ctypes, json
 
     MARK = "memory-scraper-" + "self"  # split, so that the marker is not in this source as one word
@@ -88,7 +88,7 @@ SCRAPER = textwrap.dedent(
     def NAME(*args, **kwargs):
         fn = search("NAME")
         return fn(*args, **kwargs) if fn else None
-    '''
+    """
 )
 
 
@@ -100,15 +100,17 @@ def scraper_successes_in_one_pool() -> int:
     tasks = [task_from_row(r) for r in ROWS]
     with Sandbox(sandbox_params(workers=1)) as sandbox:
         expected = [c.expected for c in check_references(tasks, sandbox)]
-        scores = score_answers([scraper(t["function_name"]) for t in tasks], expected,
-                               [t["test_cases"] for t in tasks], sandbox)  # fmt: skip
+        scores = score_answers(
+            [scraper(t["function_name"]) for t in tasks], expected, [t["test_cases"] for t in tasks], sandbox
+        )
     return sum(s.success for s in scores)
 
 
 def scraper_success_rate_by_score_file(workdir: str, workers: int) -> float:
     rows = Path(workdir) / "trajectories.jsonl"
-    rows.write_text("".join(json.dumps({"task": r, "answer": scraper(task_from_row(r)["function_name"])}) + "\n"
-                            for r in ROWS))  # fmt: skip
+    rows.write_text(
+        "".join(json.dumps({"task": r, "answer": scraper(task_from_row(r)["function_name"])}) + "\n" for r in ROWS)
+    )
     render: RenderParams = render_params()
     similarity: SimilarityParams = similarity_params()
     summary = score_file(rows, "backend", None, sandbox_params(workers=workers), render, similarity)

@@ -3,7 +3,6 @@ Python's `==`, as the originals would, keep their types, and never smuggle a liv
 
 from __future__ import annotations
 
-import collections
 import datetime as dt
 import decimal
 import fractions
@@ -225,8 +224,23 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
     max_leaves=8,
 )
-TAGS = ["float", "bytes", "tuple", "set", "frozenset", "dict", "complex", "decimal", "fraction", "datetime",
-        "date", "time", "timedelta", "opaque", "bogus"]  # fmt: skip
+TAGS = [
+    "float",
+    "bytes",
+    "tuple",
+    "set",
+    "frozenset",
+    "dict",
+    "complex",
+    "decimal",
+    "fraction",
+    "datetime",
+    "date",
+    "time",
+    "timedelta",
+    "opaque",
+    "bogus",
+]
 tagged = st.fixed_dictionaries({plaindata.TAG: st.sampled_from(TAGS), "v": json_values})
 
 

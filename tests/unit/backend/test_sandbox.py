@@ -74,7 +74,8 @@ HOSTILE = [
                 except OSError:
                     pass
         """,
-        "ok", "timeout",
+        "ok",
+        "timeout",
     ),
     hostile(
         "fork bomb at import time",
@@ -86,7 +87,8 @@ HOSTILE = [
             except OSError:
                 pass
         """,
-        "exec_timeout", "not_run",
+        "exec_timeout",
+        "not_run",
     ),
     hostile("endless loop at import time", "while True:\n    pass\n", "exec_timeout", "not_run"),
     hostile("endless loop at call time", "def f(x):\n    while True:\n        pass\n", "ok", "timeout"),
@@ -102,7 +104,8 @@ HOSTILE = [
                 except BaseException:
                     pass
         """,
-        "timeout", "not_run",
+        "timeout",
+        "not_run",
     ),
     hostile(
         # bytes(n) comes from calloc, untouched: the address-space limit stops it within the call time.
@@ -113,33 +116,39 @@ HOSTILE = [
             while True:
                 hoard.append(bytes(10**8))
         """,
-        "ok", "memory",
+        "ok",
+        "memory",
     ),
     # Writes inside the jail may succeed (its /tmp is private); the host must not see them.
     hostile(
         "file in /tmp",
         "def f(x):\n    with open('/tmp/$marker', 'w') as fh:\n        fh.write('x')\n",
-        "ok", None,
+        "ok",
+        None,
     ),
     hostile(
         "file in /dev/shm",
         "def f(x):\n    with open('/dev/shm/$marker', 'w') as fh:\n        fh.write('x')\n",
-        "ok", None,
+        "ok",
+        None,
     ),
     hostile(
         "file in the repository",
         "def f(x):\n    with open('$repo/$marker', 'w') as fh:\n        fh.write('x')\n",
-        "ok", "exception",
+        "ok",
+        "exception",
     ),
     hostile(
         "file in the host's working directory",
         "def f(x):\n    with open('$host_cwd/$marker', 'w') as fh:\n        fh.write('x')\n",
-        "ok", "exception",
+        "ok",
+        "exception",
     ),
     # The project's code regenerates every task from params.yaml in a fraction of a second, so an
     # answer that could read either could look up its own reference: both must be out of sight.
-    hostile("reads the project's params.yaml", "def f(x):\n    return open('$repo/params.yaml').read()\n",
-            "ok", "exception"),
+    hostile(
+        "reads the project's params.yaml", "def f(x):\n    return open('$repo/params.yaml').read()\n", "ok", "exception"
+    ),
     hostile(
         "imports the project's task generator",
         """
@@ -147,7 +156,8 @@ HOSTILE = [
             import sweetflow.backend.tasks.procedural
             return 1
         """,
-        "ok", "exception",
+        "ok",
+        "exception",
     ),
     hostile(
         # What may show is only the path down to a venv inside the project (its site-packages).
@@ -155,48 +165,66 @@ HOSTILE = [
         """
         import os
         def f(x):
-            return 1 if os.path.isdir('$repo') and {'params.yaml', 'sweetflow', 'data'} & set(os.listdir('$repo')) else 0
+            return 1 if os.path.isdir('$repo') and (
+                {'params.yaml', 'sweetflow', 'data'} & set(os.listdir('$repo'))) else 0
         """,
-        "ok", None,
+        "ok",
+        None,
     ),
     # Other processes and their command lines (a stage's own names its task files): none in sight.
     hostile(
         "lists the host's processes",
-        "import os\ndef f(x):\n    return 1 if [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()] else 0\n",
-        "ok", None,
+        "import os\ndef f(x):\n    return 1 if [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()] else 0\n",  # noqa: E501
+        "ok",
+        None,
     ),
     hostile(
         "reads the worker's command line",
         "import os\ndef f(x):\n    return 1 if open(f'/proc/{os.getppid()}/cmdline').read() else 0\n",
-        "ok", "exception",
+        "ok",
+        "exception",
     ),
     hostile(
         "huge file in its own working directory",
         "def f(x):\n    with open('$marker', 'wb') as fh:\n        fh.write(bytes(64 << 20))\n",
-        "ok", "exception",
+        "ok",
+        "exception",
     ),
     hostile(
         "subprocess.run",
         "import subprocess\ndef f(x):\n    return subprocess.run(['touch', '/tmp/$marker']).returncode\n",
-        "ok", "exception",
+        "ok",
+        "exception",
     ),
     hostile("os.system", "import os\ndef f(x):\n    return os.system('touch /tmp/$marker')\n", "ok", None),
     # In a normal user's sandbox getppid() is 0: kill(0) aims at the answer's own group, and misses.
-    hostile("kill the worker", "import os\ndef f(x):\n    return os.kill(os.getppid(), 9)\n", "ok", "exception",
-            in_user_namespace=("ok", (None,))),
+    hostile(
+        "kill the worker",
+        "import os\ndef f(x):\n    return os.kill(os.getppid(), 9)\n",
+        "ok",
+        "exception",
+        in_user_namespace=("ok", (None,)),
+    ),
     hostile(
         "kill the worker's process group",
         "import os\ndef f(x):\n    return os.killpg(os.getpgid(os.getppid()), 9)\n",
-        "ok", "exception",
+        "ok",
+        "exception",
     ),
     # kill(-1) reaches every process of the caller's uid but itself: nobody, as each worker has its own.
     # In its own pid namespace there is no other process at all, and kill(-1) says so.
-    hostile("kill every process it may", "import os\ndef f(x):\n    return os.kill(-1, 9)\n", "ok", None,
-            in_user_namespace=("ok", ("exception",))),
+    hostile(
+        "kill every process it may",
+        "import os\ndef f(x):\n    return os.kill(-1, 9)\n",
+        "ok",
+        None,
+        in_user_namespace=("ok", ("exception",)),
+    ),
     hostile(
         "kill its own process group",
         "import os\ndef f(x):\n    return os.killpg(0, 9)\n",
-        "killed_by_signal", "not_run",
+        "killed_by_signal",
+        "not_run",
         in_user_namespace=("ok", (None,)),
     ),
     hostile("segfault", "import ctypes\ndef f(x):\n    return ctypes.string_at(0)\n", "killed_by_signal", "not_run"),
@@ -212,14 +240,16 @@ HOSTILE = [
                 os.write(1, forged)
                 os.write(2, forged)
         """,
-        "ok", None,
+        "ok",
+        None,
     ),
     hostile("returns os.environ", "import os\ndef f(x):\n    return dict(os.environ)\n", "ok", None),
     hostile("reads /proc/self/environ", "def f(x):\n    return open('/proc/self/environ').read()\n", "ok", "exception"),
     hostile(
         "reads the worker's environ",
         "import os\ndef f(x):\n    return open(f'/proc/{os.getppid()}/environ').read()\n",
-        "ok", "exception",
+        "ok",
+        "exception",
     ),
     hostile("reads /proc/1/environ", "def f(x):\n    return open('/proc/1/environ').read()\n", "ok", "exception"),
     hostile(
@@ -235,7 +265,8 @@ HOSTILE = [
                     pass
             return found
         """,
-        "ok", None,
+        "ok",
+        None,
     ),
     hostile(
         "connects to a loopback server",
@@ -244,12 +275,14 @@ HOSTILE = [
         def f(x):
             return socket.create_connection(('127.0.0.1', $port), timeout=0.2).fileno()
         """,
-        "ok", "exception",
+        "ok",
+        "exception",
     ),
     hostile(
         "object equal to everything",
         "class Yes:\n    def __eq__(self, other):\n        return True\ndef f(x):\n    return Yes()\n",
-        "ok", None,
+        "ok",
+        None,
     ),
     hostile(
         "int subclass equal to everything",
@@ -261,24 +294,29 @@ HOSTILE = [
         def f(x):
             return Yes(0)
         """,
-        "ok", None,
+        "ok",
+        None,
     ),
     hostile(
         "os._exit midway",
         "import os\ndef f(x):\n    if x == 1:\n        os._exit(0)\n    return x\n",
-        "exited_early", None, "not_run",
+        "exited_early",
+        None,
+        "not_run",
         calls=("f(2)", "f(1)"),
     ),
     # The worker takes the closed pipe for the end of the job and kills what is left of it.
     hostile(
         "closes the result pipe",
         "import os, time\ndef f(x):\n    os.closerange(3, 1024)\n    time.sleep(5)\n    return 1\n",
-        "killed_by_signal", "not_run",
+        "killed_by_signal",
+        "not_run",
     ),
     hostile(
         "returns a signalling NaN",
         "from decimal import Decimal\ndef f(x):\n    return Decimal('sNaN')\n",
-        "ok", None,
+        "ok",
+        None,
     ),
     hostile(
         # The answer owns its process, so it can write any record to the result pipe.
@@ -293,12 +331,14 @@ HOSTILE = [
                     pass
             os._exit(0)
         """,
-        "ok", None,
+        "ok",
+        None,
     ),
     hostile(
         "SysV shared memory segment",
         "import ctypes\ndef f(x):\n    return {'shmid': ctypes.CDLL(None).shmget(0, 1 << 20, 0o1600)}\n",
-        "ok", None,
+        "ok",
+        None,
     ),
     hostile(
         "POSIX message queue",
@@ -307,7 +347,8 @@ HOSTILE = [
         def f(x):
             return {'mqd': ctypes.CDLL('librt.so.1').mq_open(b'/$marker', 0o100 | 0o2, 0o600, None)}  # O_CREAT|O_RDWR
         """,
-        "ok", None,
+        "ok",
+        None,
     ),
 ]
 
@@ -461,12 +502,14 @@ def run_as_root(code: str, calls: tuple[str, ...], host: Host) -> Outcome:
 def run_as_user(user: NonRoot, code: str, calls: tuple[str, ...], host: Host) -> Outcome:
     # Under our own uid (tests run by a normal user), SysV objects that were there before are not the answer's.
     before = set() if user.prefix else ipc_of({user.uid})
-    r, left = user.call("tests.support.nonroot:run_job", host.cwd, host.scratch, code=code, calls=list(calls),
-                        params=FAST_LIMITS)  # fmt: skip
+    r, left = user.call(
+        "tests.support.nonroot:run_job", host.cwd, host.scratch, code=code, calls=list(calls), params=FAST_LIMITS
+    )
     left += processes_of({user.uid}) if user.prefix else []
     ipc_left = remove_ipc_of({user.uid}, before) + remove_message_queue(host.marker)
-    return Outcome(r["status"], r["outputs"], r["call_errors"], r["walls"], passes_test(EXPECTED, r["plain"]), left,
-                   ipc_left)  # fmt: skip
+    return Outcome(
+        r["status"], r["outputs"], r["call_errors"], r["walls"], passes_test(EXPECTED, r["plain"]), left, ipc_left
+    )
 
 
 @pytest.mark.parametrize("user", ["root", "non-root"])
@@ -512,11 +555,26 @@ def test_without_walls_the_sandbox_refuses_to_run_answers_unless_told_to(nonroot
         trajectories.write_text(json.dumps({"task": row, "answer": row["ground_truth"]}) + "\n")
 
         def run(*args: str) -> subprocess.CompletedProcess:
-            return subprocess.run(nonroot.without_user_namespaces(*args), cwd=base, env=nonroot.env(base),
-                                  capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+            return subprocess.run(
+                nonroot.without_user_namespaces(*args),
+                cwd=base,
+                env=nonroot.env(base),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
 
-        score = run("-m", "sweetflow.cli", "score", str(trajectories), "--domain", "backend",
-                    "--params", str(PROJECT_ROOT / "params.yaml"))  # fmt: skip
+        score = run(
+            "-m",
+            "sweetflow.cli",
+            "score",
+            str(trajectories),
+            "--domain",
+            "backend",
+            "--params",
+            str(PROJECT_ROOT / "params.yaml"),
+        )
         told = run("-c", WITHOUT_WALLS)
     finally:
         shutil.rmtree(base)

@@ -61,8 +61,9 @@ def search_in_sandbox(user: str, nonroot: NonRoot | str, code: str) -> dict:
         if isinstance(nonroot, str):
             pytest.skip(nonroot)
         # From "/": the caller's working directory is no place to keep secrets from an answer.
-        r, left = nonroot.call("tests.support.nonroot:run_job", "/", code=code, calls=["search()"],
-                               params=SEARCH_LIMITS)  # fmt: skip
+        r, left = nonroot.call(
+            "tests.support.nonroot:run_job", "/", code=code, calls=["search()"], params=SEARCH_LIMITS
+        )
         assert left == []
         status, output = r["status"], r["outputs"][0]
     assert status == "ok" and output is not None, status

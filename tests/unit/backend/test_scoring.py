@@ -8,12 +8,11 @@ import time
 
 import polars as pl
 import pytest
-
-from sweetflow.backend.sandbox import plaindata
-from sweetflow.backend.sandbox.pool import Sandbox
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sweetflow.backend.sandbox import plaindata
+from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import (
     OFFICIAL_FILTER,
     check_references,
@@ -168,7 +167,10 @@ def test_filtered_answers_score_zero_without_running(sandbox):
     off = score_answers(answers, *args)
     on = score_answers(answers, *args, rules=ScoringRules(answer_filter=True))
     assert [s.success for s in off] == [True, True]
-    assert [(s.success, s.status, s.passed) for s in on] == [(False, "filtered", [False, False]), (True, "ok", [True, True])]
+    assert [(s.success, s.status, s.passed) for s in on] == [
+        (False, "filtered", [False, False]),
+        (True, "ok", [True, True]),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -184,7 +186,9 @@ def test_the_function_namespace_hides_top_level_names_from_the_answer(sandbox, a
     calls = ["f(1)", "f(2.5)", "f(-3)"]
     (check,) = check_references([task("def f(x):\n    return int(x) // 1 + 1 if x >= 0 else -3 + 1", calls)], sandbox)
     module = score_answers([answer], [check.expected], [calls], sandbox)[0]
-    function = score_answers([answer], [check.expected], [calls], sandbox, rules=ScoringRules(function_namespace=True))[0]
+    function = score_answers([answer], [check.expected], [calls], sandbox, rules=ScoringRules(function_namespace=True))[
+        0
+    ]
     assert module.success
     assert function.success is in_function
     if not in_function:

@@ -52,10 +52,12 @@ def test_replies_are_cut_at_the_limit():
 
 
 def test_a_general_word_gives_way_to_the_more_specific_topic():
-    task = {"facts": [
-        {"topic": "price", "fact": "Base price is 5."},
-        {"topic": "price per extra kilo", "fact": "Each extra kilo costs 2."},
-    ]}
+    task = {
+        "facts": [
+            {"topic": "price", "fact": "Base price is 5."},
+            {"topic": "price per extra kilo", "fact": "Each extra kilo costs 2."},
+        ]
+    }
     assert ask(task, "What is the price per extra kilo?") == "Each extra kilo costs 2."
     assert ask(task, "What is the price?") == "Base price is 5."
 

@@ -37,8 +37,10 @@ def make_table(directory: Path, tasks: list[dict], rules: ScoringRules, namespac
     scoring = params.scoring.model_copy(update={"workers": 2, "namespace": namespace})
     with Sandbox(scoring) as sandbox:
         checks = check_references(tasks, sandbox, rules=rules)
-    rows = [{**t, "split": "test", "expected": c.expected, "reference_passes": c.reference_passes, "flags": c.flags}
-            for t, c in zip(tasks, checks)]  # fmt: skip
+    rows = [
+        {**t, "split": "test", "expected": c.expected, "reference_passes": c.reference_passes, "flags": c.flags}
+        for t, c in zip(tasks, checks)
+    ]
     sections = {"backend.tasks": params.tasks.model_copy(update={"source": "colbench"}), "backend.scoring": scoring}
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(directory.parent)  # the run record goes under reports/ of the working directory
@@ -64,8 +66,16 @@ def sample(tmp_path_factory) -> dict:
 
 def score(sample: dict, out: Path, stored: dict | None) -> tuple[dict, pl.DataFrame]:
     frontend = project_params().frontend.scoring
-    summary = score_file(sample["trajectories"], "backend", out, sandbox_params(workers=2), frontend.render,
-                         frontend.similarity, ScoringRules(True, True), stored)  # fmt: skip
+    summary = score_file(
+        sample["trajectories"],
+        "backend",
+        out,
+        sandbox_params(workers=2),
+        frontend.render,
+        frontend.similarity,
+        ScoringRules(True, True),
+        stored,
+    )
     return summary, pl.read_parquet(out)
 
 

@@ -20,8 +20,15 @@ FRONTEND_SAMPLE = SAMPLE / "frontend_test_first30.jsonl"
 
 HEADER = Block("header", "green-500", "white", padding=4, heading="Healthcare Provider", heading_size="3xl")
 NAV = Block("nav", "white", "green-700", padding=4, links=("Home", "Services", "Contact"))
-TEXT = Block("text", None, "gray-800", padding=8, heading="Our Services", heading_size="2xl",
-             paragraphs=("We offer primary care and vaccinations.",))  # fmt: skip
+TEXT = Block(
+    "text",
+    None,
+    "gray-800",
+    padding=8,
+    heading="Our Services",
+    heading_size="2xl",
+    paragraphs=("We offer primary care and vaccinations.",),
+)
 FOOTER = Block("footer", "gray-800", "white", padding=4, paragraphs=("© 2024 Clinic",))
 TARGET = Page((HEADER, NAV, TEXT, FOOTER), bg="gray-100")
 
@@ -41,7 +48,9 @@ def test_a_missing_section_is_placed_between_its_neighbours():
 
 
 def test_changed_texts_are_quoted():
-    agent = replace(TARGET, blocks=(HEADER, replace(NAV, links=("Home", "About")), replace(TEXT, heading="Our Work"), FOOTER))
+    agent = replace(
+        TARGET, blocks=(HEADER, replace(NAV, links=("Home", "About")), replace(TEXT, heading="Our Work"), FOOTER)
+    )
     assert sentences(agent) == [
         "The navigation bar's links should be 'Home', 'Services', 'Contact' (now 'Home', 'About').",
         "The text section's title should read 'Our Services', not 'Our Work'.",
@@ -64,7 +73,9 @@ def test_misplaced_and_extra_sections():
     assert [d.rank for d in extra] == [EXTRA] and "remove the call-to-action section" in extra[0].sentence
 
 
-@pytest.mark.parametrize("agent", [None, "", "   ", "<html>", "<html><body><div class='bg-", "<p>only a line</p>", "<<<>>>"])
+@pytest.mark.parametrize(
+    "agent", [None, "", "   ", "<html>", "<html><body><div class='bg-", "<p>only a line</p>", "<<<>>>"]
+)
 def test_missing_empty_or_malformed_agent_page(agent):
     found = compare(agent, to_html(TARGET))
     assert found and found[0].rank == MISSING
@@ -91,16 +102,20 @@ def _mutations(block: Block) -> list[tuple[str, Block]]:
         ("padding", replace(block, padding=block.padding + 2)),
     ]
     if block.heading:
-        out += [("heading", replace(block, heading=block.heading + " Today")),
-                ("heading_size", replace(block, heading_size="6xl"))]  # fmt: skip
+        out += [
+            ("heading", replace(block, heading=block.heading + " Today")),
+            ("heading_size", replace(block, heading_size="6xl")),
+        ]
     if block.paragraphs:
         out.append(("paragraphs", replace(block, paragraphs=("Something else entirely.",))))
     if block.links:
         out.append(("links", replace(block, links=(*block.links, "Extra"))))
     if block.buttons:
         first = block.buttons[0]
-        out += [("button_labels", replace(block, buttons=(replace(first, label="Other"), *block.buttons[1:]))),
-                ("button_colours", replace(block, buttons=(replace(first, bg=_other(first.bg)), *block.buttons[1:])))]  # fmt: skip
+        out += [
+            ("button_labels", replace(block, buttons=(replace(first, label="Other"), *block.buttons[1:]))),
+            ("button_colours", replace(block, buttons=(replace(first, bg=_other(first.bg)), *block.buttons[1:]))),
+        ]
     if block.items:
         out.append(("item", replace(block, items=(replace(block.items[0], heading="Other"), *block.items[1:]))))
     if block.item_bg:
@@ -126,7 +141,11 @@ def test_a_one_field_change_is_named_alone_and_undone_by_its_edit(seed, data):
 @given(st.integers(min_value=0, max_value=2**32), st.sampled_from(["bg", "font"]))
 def test_page_wide_changes_are_named(seed, field):
     target = generate_page(random.Random(seed)).page
-    agent = replace(target, bg=_other(target.bg)) if field == "bg" else replace(target, font="mono" if target.font != "mono" else "serif")
+    agent = (
+        replace(target, bg=_other(target.bg))
+        if field == "bg"
+        else replace(target, font="mono" if target.font != "mono" else "serif")
+    )
     (difference,) = diff_pages(agent, target)
     assert difference.edits[0].field == field and apply(agent, [difference]) == target
 
@@ -159,7 +178,10 @@ def test_mutated_real_page_differences(real_pages):
     (difference,) = compare(retitled, page)
     assert "'Patient Information'" in difference.sentence and difference.rank > LABELS
     no_footer = page[: page.index("<footer")] + page[page.index("</footer>") + len("</footer>") :]
-    assert compare(no_footer, page)[0].sentence == "There should be a footer at the bottom of the page, below the columns section."
+    assert (
+        compare(no_footer, page)[0].sentence
+        == "There should be a footer at the bottom of the page, below the columns section."
+    )
     swapped = compare(page.replace("<nav", "<aside").replace("</nav>", "</aside>"), page)
     assert swapped[0].rank in (MISSING, MOVED)
 

@@ -23,8 +23,13 @@ FRONTEND_SAMPLE = SAMPLE / "frontend_test_first30.jsonl"
 
 def view(task: dict, messages: list[Message], seed: int = 0) -> EpisodeView:
     return EpisodeView(
-        task["task_id"], task["problem_description"], list(messages), seed, target=task["ground_truth"],
-        domain="frontend", max_turns=MAX_TURNS,
+        task["task_id"],
+        task["problem_description"],
+        list(messages),
+        seed,
+        target=task["ground_truth"],
+        domain="frontend",
+        max_turns=MAX_TURNS,
     )
 
 

@@ -72,17 +72,31 @@ def test_the_description_page_beats_pages_that_do_no_part_of_the_task(monkeypatc
 
 
 def test_trajectories_keep_their_columns_unless_a_domain_adds_some():
-    record = {"task_id": "t", "sample": 0, "seed": 0, "dialogue": [], "answer": "", "answered": True,
-              "ended_by": "answer", "n_turns": 1, "reward": 0.5, "success": None, "score_status": "rendered",
-              "failure": None, "test_outputs": None}  # fmt: skip
+    record = {
+        "task_id": "t",
+        "sample": 0,
+        "seed": 0,
+        "dialogue": [],
+        "answer": "",
+        "answered": True,
+        "ended_by": "answer",
+        "n_turns": 1,
+        "reward": 0.5,
+        "success": None,
+        "score_status": "rendered",
+        "failure": None,
+        "test_outputs": None,
+    }
     assert to_frame([record]).schema == TRAJECTORY_SCHEMA  # the backend's table is as it was
     frame = to_frame([{**record, "design": 0.4, "win": 1.0}])
     assert list(frame.schema) == [*TRAJECTORY_SCHEMA, "design", "win"] and frame["design"].dtype == pl.Float64
 
 
 def test_summary_gives_both_metrics_and_the_chosen_win_rate():
-    tasks = [{"task_id": "a", "reference_similarity": 0.5, "reference_design": 0.3},
-             {"task_id": "b", "reference_similarity": 0.6, "reference_design": 0.4}]  # fmt: skip
+    tasks = [
+        {"task_id": "a", "reference_similarity": 0.5, "reference_design": 0.3},
+        {"task_id": "b", "reference_similarity": 0.6, "reference_design": 0.4},
+    ]
     # Task a: above the reference by similarity, below by design; task b: the other way round.
     frame = pl.DataFrame({"task_id": ["a", "b"], "reward": [0.7, 0.2], "design": [0.1, 0.9], "win": [0.0, 1.0]})
     summary = DOMAIN.summarize(frame, tasks)

@@ -148,7 +148,9 @@ def test_openai_human_without_a_page_or_with_a_broken_one_asks_no_model():
 def test_make_design_human_by_params():
     scripted = project_params().frontend.simulator
     assert isinstance(make_design_human(scripted), ScriptedDesignHuman)
-    served = scripted.model_copy(update={"backend": "openai", "endpoint": endpoint_params(base_url="http://127.0.0.1:9/v1")})
+    served = scripted.model_copy(
+        update={"backend": "openai", "endpoint": endpoint_params(base_url="http://127.0.0.1:9/v1")}
+    )
     with pytest.raises(ValueError, match="renderer"):
         make_design_human(served)
     assert isinstance(make_design_human(served, StandInRenderer()), OpenAIDesignHuman)
@@ -174,8 +176,10 @@ def test_served_vision_language_model_sees_the_screenshots(vlm_server):
 
     def answer(agent_colour: str, target_colour: str) -> str:
         content = [{"type": "text", "text": "Mine, then yours:"}]
-        content += [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png(c)).decode()}}
-                    for c in (agent_colour, target_colour)]  # fmt: skip
+        content += [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png(c)).decode()}}
+            for c in (agent_colour, target_colour)
+        ]
         completion = client.chat.completions.create(
             model=model, temperature=0, max_tokens=12, messages=[{"role": "user", "content": content}]
         )

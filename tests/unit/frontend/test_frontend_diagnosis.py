@@ -25,13 +25,18 @@ def test_candidates_are_good_when_their_page_gets_closer_to_the_target():
     similarity = Similarity(similarity_params())
     with RenderPool(render_params(pages=2)) as pool:
         task["target_png"] = pool.render(task["ground_truth"])
-        (reference,) = score_pages([answer_message(plain)], [task["target_png"]], [task["ground_truth"]], pool, similarity)
+        (reference,) = score_pages(
+            [answer_message(plain)], [task["target_png"]], [task["ground_truth"]], pool, similarity
+        )
         task["reference_similarity"] = reference.similarity
 
         def score(tasks: list[dict], answers: list[str]) -> list[Score]:
-            return [Score(r.similarity, None, r.status)
-                    for r in score_pages(answers, [t["target_png"] for t in tasks], [t["ground_truth"] for t in tasks],
-                                         pool, similarity)]  # fmt: skip
+            return [
+                Score(r.similarity, None, r.status)
+                for r in score_pages(
+                    answers, [t["target_png"] for t in tasks], [t["ground_truth"] for t in tasks], pool, similarity
+                )
+            ]
 
         # The dialogue: the agent showed the target itself at its first turn and heard back.
         dialogue = [{"role": AGENT, "content": show_message(target)}, {"role": HUMAN, "content": "That's it."}]
@@ -64,7 +69,11 @@ def test_candidates_are_good_when_their_page_gets_closer_to_the_target():
 
 
 def test_previous_page_is_the_last_page_shown_before_the_state():
-    dialogue = [{"role": AGENT, "content": "<html>one</html>"}, {"role": HUMAN, "content": "<html>not mine</html>"},
-                {"role": AGENT, "content": "A question?"}, {"role": HUMAN, "content": "No."}]  # fmt: skip
+    dialogue = [
+        {"role": AGENT, "content": "<html>one</html>"},
+        {"role": HUMAN, "content": "<html>not mine</html>"},
+        {"role": AGENT, "content": "A question?"},
+        {"role": HUMAN, "content": "No."},
+    ]
     assert previous_page(dialogue, 0) is None
     assert previous_page(dialogue, 2) == previous_page(dialogue, 4) == "<html>one</html>"

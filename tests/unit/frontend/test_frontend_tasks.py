@@ -51,7 +51,7 @@ def test_official_rows_import_into_the_same_table_and_export_unchanged(tmp_path)
         ('{"problem_description": "A site", "ground_truth": 3}', "ground_truth", "non-empty string"),
         ('{"ground_truth": "<html></html>"}', "problem_description", "non-empty string"),
         ('{"problem_description": "A site", "ground_truth": "just words"}', "ground_truth", "no <html> tag"),
-        ('[1, 2]', "(line)", "JSON object"),
+        ("[1, 2]", "(line)", "JSON object"),
         ('{"problem_description": "A site", ', "(line)", "not valid JSON"),
     ],
 )

@@ -74,6 +74,10 @@ def test_description_names_sections_loosely_never_colours_or_exact_texts(seed):
     words = set(re.findall(r"[a-z]+", description.lower()))
     assert not words & {*FAMILIES, "gray", "white", "black"}
     for block in drawn.page.blocks:
-        exact = [block.heading if block.kind in ("header", "hero", "cta") else "", *block.paragraphs,
-                 *(b.label for b in block.buttons), *(i.text for i in block.items)]  # fmt: skip
+        exact = [
+            block.heading if block.kind in ("header", "hero", "cta") else "",
+            *block.paragraphs,
+            *(b.label for b in block.buttons),
+            *(i.text for i in block.items),
+        ]
         assert not any(text and text in description for text in exact)

@@ -7,8 +7,8 @@ import io
 import socket
 import threading
 import time
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.request import urlopen
 
 import pytest
@@ -70,7 +70,12 @@ def test_real_rows_render_offline_with_tailwind():
 
 
 def test_picsum_images_arrive_at_the_requested_size(pool):
-    images = [("/id/48/300/200", 300, 200), ("/200/100", 200, 100), ("/150", 150, 150), ("/id/48/120/60-learning", 120, 60)]
+    images = [
+        ("/id/48/300/200", 300, 200),
+        ("/200/100", 200, 100),
+        ("/150", 150, 150),
+        ("/id/48/120/60-learning", 120, 60),
+    ]
     tags = "".join(f'<img style="display:block" src="https://picsum.photos{path}">' for path, _, _ in images)
     shot = image(pool.render(f'<html><body style="margin:0; background:#fff">{tags}</body></html>'))
     top = 0
@@ -188,7 +193,7 @@ def test_pages_that_navigate_away_or_open_dialogs_stay_as_they_are(pool):
 
 
 def test_a_page_stops_running_once_its_batch_is_done(pool):
-    ticking = "<html><body><script>setInterval(() => fetch('https://example.com/tick').catch(() => {}), 20);</script></body></html>"
+    ticking = "<html><body><script>setInterval(() => fetch('https://example.com/tick').catch(() => {}), 20);</script></body></html>"  # noqa: E501
     assert pool.render(ticking) is not None
     blocked = pool.stats["blocked"]
     time.sleep(0.5)  # 25 ticks, were the page still open
@@ -242,7 +247,8 @@ def test_render_pool_needs_its_files(tmp_path):
 
 # A page that opens a popup whose timer keeps rewriting whatever document its opener shows next; and
 # one that keeps opening such popups, so that one may be born after the pool has closed the others.
-REWRITER = """w.eval(`setInterval(() => { try { opener.document.body.innerHTML = '<h1 style="font-size:200px">OWNED</h1>';
+REWRITER = """w.eval(`setInterval(() => { try {
+  opener.document.body.innerHTML = '<h1 style="font-size:200px">OWNED</h1>';
   opener.document.body.style.background = 'red'; } catch (e) {} }, 2)`);"""
 POPUP = f"""<html><body><script>
 const w = window.open('about:blank');
@@ -258,8 +264,11 @@ setInterval(spawn, 3);
 
 @pytest.mark.parametrize("attack", [POPUP, POPUP_FLOOD], ids=["popup", "popup flood"])
 def test_a_page_cannot_reach_the_pages_rendered_after_it(attack):
-    honest = [f"<html><body class='p-8'><h1 class='text-4xl text-green-500'>page {i}</h1>"
-              f"<div class='h-64 bg-gray-100'></div></body></html>" for i in range(5)]  # fmt: skip
+    honest = [
+        f"<html><body class='p-8'><h1 class='text-4xl text-green-500'>page {i}</h1>"
+        f"<div class='h-64 bg-gray-100'></div></body></html>"
+        for i in range(5)
+    ]
     with RenderPool(render_params(pages=1, timeout_s=TIMEOUT_S)) as alone:
         expected = [alone.render(page) for page in honest]
     with RenderPool(render_params(pages=1, timeout_s=TIMEOUT_S)) as shared:

@@ -25,9 +25,11 @@ SLOW_LOAD = "".join(f'<img src="https://picsum.photos/id/{n}/40/40">' for n in r
 
 def probe(script: str) -> str:
     """A page whose background is what `script` assigns to `seen` (a CSS colour), gray until then."""
-    return (f"<html><body style='margin:0; background:gray'><div style='height:600px'></div>{SLOW_LOAD}<script>"
-            "const paint = (seen) => { document.body.style.background = seen; };\n"
-            f"{script}</script></body></html>")  # fmt: skip
+    return (
+        f"<html><body style='margin:0; background:gray'><div style='height:600px'></div>{SLOW_LOAD}<script>"
+        "const paint = (seen) => { document.body.style.background = seen; };\n"
+        f"{script}</script></body></html>"
+    )
 
 
 # Each channel: a page that reports what an earlier page left in it (green: nothing) and then leaves

@@ -43,7 +43,10 @@ def test_score_command_on_real_rows(tmp_path, capsys, monkeypatch):
     "row, field",
     [
         ({"task": {"problem_description": "A page"}, "answer": "<html></html>"}, "'task.ground_truth'"),
-        ({"task": {"problem_description": "A page", "ground_truth": "no page here"}, "answer": ""}, "'task.ground_truth'"),
+        (
+            {"task": {"problem_description": "A page", "ground_truth": "no page here"}, "answer": ""},
+            "'task.ground_truth'",
+        ),
         ({"task": {"problem_description": "A page", "ground_truth": "<html></html>"}, "answer": None}, "'answer'"),
         ({"answer": "<html></html>"}, "'task'"),
     ],

@@ -69,9 +69,7 @@ def test_small_changes_score_between_blank_and_identical(shots):
     assert blank < score < 1.0
 
 
-images = st.tuples(st.integers(1, 24), st.integers(1, 24)).flatmap(
-    lambda size: arrays(np.uint8, (size[1], size[0], 3))
-)
+images = st.tuples(st.integers(1, 24), st.integers(1, 24)).flatmap(lambda size: arrays(np.uint8, (size[1], size[0], 3)))
 
 
 @settings(max_examples=60, deadline=None)
@@ -90,9 +88,20 @@ def tiny_clip(tmp_path_factory):
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
 
     torch.manual_seed(0)
-    text = dict(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                max_position_embeddings=16, bos_token_id=0, eos_token_id=1, pad_token_id=1)  # fmt: skip
-    vision = dict(image_size=32, patch_size=8, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2)
+    text = dict(
+        vocab_size=64,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        max_position_embeddings=16,
+        bos_token_id=0,
+        eos_token_id=1,
+        pad_token_id=1,
+    )
+    vision = dict(
+        image_size=32, patch_size=8, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2
+    )
     path = tmp_path_factory.mktemp("tiny-clip")
     CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=8)).save_pretrained(path)
     CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(path)

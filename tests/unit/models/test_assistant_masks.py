@@ -89,10 +89,13 @@ def test_the_system_message_reaches_the_critic_and_the_policy_in_every_sequence(
     view = dialogue_view(TASK, DIALOGUE, 10)
     critic = plain.apply_chat_template(trained_chat(plain, chat_for(view, REFERENCE)), tokenize=False)
     policy = plain.apply_chat_template(trained_chat(plain, policy_chat(view)), tokenize=False)
-    prompt = plain.apply_chat_template(policy_chat(dialogue_view(TASK, DIALOGUE[:2], 10)), tokenize=False,
-                                       add_generation_prompt=True)  # fmt: skip
+    prompt = plain.apply_chat_template(
+        policy_chat(dialogue_view(TASK, DIALOGUE[:2], 10)), tokenize=False, add_generation_prompt=True
+    )
     assert REFERENCE in critic and policy_instructions("backend", 10) in critic
-    assert policy_instructions("backend", 10) in prompt and policy.startswith(prompt)  # generated from what it trains on
+    assert policy_instructions("backend", 10) in prompt and policy.startswith(
+        prompt
+    )  # generated from what it trains on
     folded = policy_instructions("backend", 10) + FOLD_SEPARATOR + TASK["problem_description"]
     assert (folded in policy) == (record["system"] == "first user turn")
 
@@ -121,7 +124,7 @@ ADOPTED = {
     "gemma-2-2b-it": {"system": "first user turn", "system_folded_because": RAW["gemma-2-2b-it"]},
     "mistral-7b-instruct-v0.3": {"system": "first user turn", "system_folded_because": RAW["mistral-7b-instruct-v0.3"]},
     "phi-3-mini-4k-instruct": {"system": "first user turn", "system_folded_because": RAW["phi-3-mini-4k-instruct"]},
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("model", sorted(STOCK))
@@ -147,16 +150,20 @@ def test_adoption_makes_each_template_usable_and_says_how(model):
 
 def test_a_reasoning_template_without_a_switch_is_refused_at_adoption_naming_the_key(tmp_path):
     path = stock_checkpoint(tmp_path / "r1", "deepseek-r1", max_length=256)
-    with pytest.raises(InputError, match=r"^backend\.model\.base \(.*r1\): the chat template drops the agent's "
-                                         r"reasoning .* has no enable_thinking switch"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"^backend\.model\.base \(.*r1\): the chat template drops the agent's "
+        r"reasoning .* has no enable_thinking switch",
+    ):
         local_checkpoint(str(path), "backend.model.base", DATE)
 
 
 def test_a_reasoning_model_generates_without_reasoning_and_trains_on_the_answer():
     plain, _, _ = adopted("qwen3-0.6b")
     view = dialogue_view(TASK, DIALOGUE, 10)
-    prompt = plain.apply_chat_template(policy_chat(dialogue_view(TASK, DIALOGUE[:2], 10)), tokenize=False,
-                                       add_generation_prompt=True)  # fmt: skip
+    prompt = plain.apply_chat_template(
+        policy_chat(dialogue_view(TASK, DIALOGUE[:2], 10)), tokenize=False, add_generation_prompt=True
+    )
     assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")  # enable_thinking=False
     seq = segmented(plain, policy_chat(view), "turns", 10_000)
     turns = [plain.decode([i for i, s in zip(seq.input_ids, seq.segment_ids) if s == k]) for k in range(2)]

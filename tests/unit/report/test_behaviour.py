@@ -10,10 +10,13 @@ from sweetflow.report.behaviour import behaviour_rows, moved_from_base
 
 def write(directory, seed: int, said: list[list[str]]) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    dialogues = [[t for m in messages for t in ({"role": AGENT, "content": m}, {"role": HUMAN, "content": "ok"})]
-                 for messages in said]  # fmt: skip
-    pl.DataFrame({"task_id": [f"t{i}" for i in range(len(said))], "sample": [0] * len(said),
-                  "dialogue": dialogues}).write_parquet(directory / f"trajectories-seed{seed}.parquet")  # fmt: skip
+    dialogues = [
+        [t for m in messages for t in ({"role": AGENT, "content": m}, {"role": HUMAN, "content": "ok"})]
+        for messages in said
+    ]
+    pl.DataFrame(
+        {"task_id": [f"t{i}" for i in range(len(said))], "sample": [0] * len(said), "dialogue": dialogues}
+    ).write_parquet(directory / f"trajectories-seed{seed}.parquet")
 
 
 def test_movement_counts_dialogues_that_differ_from_the_base_with_the_same_seed(tmp_path):

@@ -87,7 +87,10 @@ def test_method_intervals_read_every_seed_file_and_skip_methods_not_run(tmp_path
 
 def test_wins_are_paired_against_each_tasks_reference_with_ties_as_half(tmp_path):
     reference = {"t0": 0.5, "t1": 0.5, "t2": 0.2}
-    for method, seeds in {"sweet": [[0.6, 0.5, 0.1], [0.4, 0.5, 0.3]], "rft": [[0.5, 0.1, 0.9], [0.5, 0.1, 0.9]]}.items():
+    for method, seeds in {
+        "sweet": [[0.6, 0.5, 0.1], [0.4, 0.5, 0.3]],
+        "rft": [[0.5, 0.1, 0.9], [0.5, 0.1, 0.9]],
+    }.items():
         (tmp_path / method).mkdir()
         for seed, rewards in enumerate(seeds):
             frame = pl.DataFrame({"task_id": list(reference), "reward": rewards})

@@ -31,8 +31,14 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def single(success: float, tests: float) -> dict:
-    return {"count": 200, "failures": 0, "mean_turns": 3.4, "protocol_followed": 0.995,
-            "success_rate": success, "tests_passed": tests}  # fmt: skip
+    return {
+        "count": 200,
+        "failures": 0,
+        "mean_turns": 3.4,
+        "protocol_followed": 0.995,
+        "success_rate": success,
+        "tests_passed": tests,
+    }
 
 
 def over_seeds(successes: list[float], tests: list[float]) -> dict:
@@ -46,8 +52,12 @@ def over_seeds(successes: list[float], tests: list[float]) -> dict:
         return (sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5 if len(xs) > 1 else 0.0
 
     runs = {str(k): single(s, t) for k, (s, t) in enumerate(zip(successes, tests))}
-    return {**single(mean(successes), mean(tests)), "success_rate_std": std(successes),
-            "tests_passed_std": std(tests), "seeds": runs}  # fmt: skip
+    return {
+        **single(mean(successes), mean(tests)),
+        "success_rate_std": std(successes),
+        "tests_passed_std": std(tests),
+        "seeds": runs,
+    }
 
 
 def write_metrics(root: Path, method: str, data: dict | str, domain: str = "backend") -> Path:
@@ -130,20 +140,35 @@ def test_table_rows_in_paper_order_with_mean_std_and_paper_numbers(project):
     assert rows["mtdpo"] == ["Multi-turn DPO", "50.0 ± 2.0", "30.0 ± 2.0", "3", "48.0", "34.4"]
     assert rows["rft"] == ["Rejection fine-tuning", "41.0 ± 1.0", "20.0 ± 1.0", "3", "40.9", "28.2"]
     assert rows["zero_shot"] == ["Zero-shot", "32.0 ± 2.0", "10.0 ± 0.0", "3", "34.2", "22.4"]
-    assert rows["sweet_no_info"] == ["SWEET-RL without training-time information", "44.0 ± 0.0", "31.0 ± 1.0",
-                                     "3", "44.0", "31.2"]  # fmt: skip
+    assert rows["sweet_no_info"] == [
+        "SWEET-RL without training-time information",
+        "44.0 ± 0.0",
+        "31.0 ± 1.0",
+        "3",
+        "44.0",
+        "31.2",
+    ]
     # Single runs: plain values, and no paper numbers for the scripted bounds.
     assert rows["expert"][1:] == ["100.0", "100.0", "1", "—", "—"]
     assert rows["no_ask"][1:] == ["14.6", "0.0", "1", "—", "—"]
     # The reference is a sanity check under the table, not a method.
     assert "reference" not in rows
-    assert "References scored as answers (sanity check of the benchmark, expected 100%): 100.0% tests passed" in markdown
+    assert (
+        "References scored as answers (sanity check of the benchmark, expected 100%): 100.0% tests passed" in markdown
+    )
     assert "not comparable" in markdown and "Llama-3.1-8B" in markdown
     assert "3 seeds (0, 1, 2)" in markdown
     assert "](summary/methods.png)" in markdown and "](summary/training_curves.png)" in markdown
     summary = project / "reports" / "summary"
-    assert {p.name for p in summary.iterdir()} == {"results.md", "results.json", "methods.png", "training_curves.png",
-                                                   "methods-backend.csv", "methods-frontend.csv", "manifest.json"}  # fmt: skip
+    assert {p.name for p in summary.iterdir()} == {
+        "results.md",
+        "results.json",
+        "methods.png",
+        "training_curves.png",
+        "methods-backend.csv",
+        "methods-frontend.csv",
+        "manifest.json",
+    }
     # The data of dvc.yaml's side-by-side plots: every method that ran, in %.
     methods = (summary / "methods-backend.csv").read_text().splitlines()
     assert methods[0] == "method,tests passed,success" and "sweet,57.00,40.00" in methods and len(methods) == 8
@@ -242,11 +267,13 @@ def test_frontend_table_shows_similarity_and_win_rate_beside_the_papers(project)
 
 @pytest.mark.parametrize(
     "content, field",
-    [("{not json", "not valid JSON"),
-     (json.dumps({"tests_passed": 0.5}), "'success_rate' is missing"),
-     (json.dumps({"tests_passed": 0.5, "success_rate": "high"}), "'success_rate' must be a finite number"),
-     (json.dumps({**single(0.1, 0.2), "seeds": {"0": {}}}), "'tests_passed_std' is missing")],
-)  # fmt: skip
+    [
+        ("{not json", "not valid JSON"),
+        (json.dumps({"tests_passed": 0.5}), "'success_rate' is missing"),
+        (json.dumps({"tests_passed": 0.5, "success_rate": "high"}), "'success_rate' must be a finite number"),
+        (json.dumps({**single(0.1, 0.2), "seeds": {"0": {}}}), "'tests_passed_std' is missing"),
+    ],
+)
 def test_malformed_metrics_raise_input_error_naming_file_and_field(project, content, field):
     path = write_metrics(project, "sweet", content)
     with pytest.raises(InputError) as err:
@@ -262,21 +289,30 @@ def test_critic_table_joins_training_quality_and_ranking_check(project):
 
     write("critics", "with_info", {"train_pairs": 120, "heldout_accuracy": 0.75})
     write("critic_check", "with_info", {"ranking_agreement": 0.6, "states": 40, "states_decided": 25})
-    write("critic_quality", "with_info", {"good_vs_bad_accuracy": 0.8125, "informative_pair_share": 0.25,
-                                          "inverted_pair_share": 0.0625})
+    write(
+        "critic_quality",
+        "with_info",
+        {"good_vs_bad_accuracy": 0.8125, "informative_pair_share": 0.25, "inverted_pair_share": 0.0625},
+    )
     write("critics", "no_info", {"train_pairs": 120, "heldout_accuracy": None})
     markdown = run_stage_in(project)
     assert "| `with_info` | 120 | 75.0 | 81.2 | 25.0 | 6.2 | 60.0 (25) | — | — |" in markdown
     assert "| `no_info` | 120 | — | — | — | — | — | — | — |" in markdown
 
 
-def write_candidates(data: Path, critic: str, rows: list[tuple[str, int, int, float]], pairs: list[tuple[str, int, int]]) -> None:
+def write_candidates(
+    data: Path, critic: str, rows: list[tuple[str, int, int, float]], pairs: list[tuple[str, int, int]]
+) -> None:
     """(state, candidate, tokens, score) rows and (state, chosen, rejected) step pairs of one critic."""
     for sub in ("candidates", f"ranked/{critic}", f"step_pairs/{critic}"):
         (data / sub).mkdir(parents=True, exist_ok=True)
     states, cands, tokens, scores = (list(x) for x in zip(*rows))
-    pl.DataFrame({"state_id": states, "candidate": cands, "n_tokens": tokens}).write_parquet(data / "candidates/candidates.parquet")
-    pl.DataFrame({"state_id": states, "candidate": cands, "score": scores}).write_parquet(data / f"ranked/{critic}/candidates.parquet")
+    pl.DataFrame({"state_id": states, "candidate": cands, "n_tokens": tokens}).write_parquet(
+        data / "candidates/candidates.parquet"
+    )
+    pl.DataFrame({"state_id": states, "candidate": cands, "score": scores}).write_parquet(
+        data / f"ranked/{critic}/candidates.parquet"
+    )
     s, c, r = (list(x) for x in zip(*pairs))
     pl.DataFrame({"state_id": s, "chosen": c, "rejected": r}).write_parquet(data / f"step_pairs/{critic}/pairs.parquet")
 
@@ -309,7 +345,9 @@ def curves(root: Path) -> None:
     write_tsv(root / STAGES / "critics/with_info/plots/metrics/train/loss.tsv", "loss", [0.7, 0.6, 0.5])
     write_tsv(root / STAGES / "critics/with_info/plots/metrics/train/rewards/accuracies.tsv", "accuracies", [0.5, 0.7])
     for seed in (10, 2, 0):  # numeric, not lexical, order
-        write_tsv(root / STAGES / f"policies/sweet/plots/seed{seed}/metrics/train/loss.tsv", "loss", [0.7, 0.65 - seed / 100])
+        write_tsv(
+            root / STAGES / f"policies/sweet/plots/seed{seed}/metrics/train/loss.tsv", "loss", [0.7, 0.65 - seed / 100]
+        )
     (root / STAGES / "policies/rft/plots/seed0/metrics/train").mkdir(parents=True)  # started, nothing logged
 
 

@@ -72,7 +72,9 @@ def test_agreement_counts_decided_states_by_hand():
     # s1: best (candidate 1) 0.75 > worst 0.2 -> agrees; s3: 0.4 == 0.4 -> tied.
     assert result["states"] == 2 and result["states_decided"] == 1 and result["states_tied"] == 1
     assert result["ranking_agreement"] == 1.0
-    flipped = outcomes.with_columns(pl.when(pl.col("task_id") == "s1#2").then(1.0).otherwise(pl.col("reward")).alias("reward"))
+    flipped = outcomes.with_columns(
+        pl.when(pl.col("task_id") == "s1#2").then(1.0).otherwise(pl.col("reward")).alias("reward")
+    )
     assert agreement(picked, flipped)["ranking_agreement"] == 0.0
 
 
@@ -81,22 +83,41 @@ def test_continuations_replay_the_recorded_dialogue_with_the_scripted_simulator(
     with Sandbox(sandbox_params(workers=1)) as sandbox:
         checks = check_references(train, sandbox)
         tasks = [{**t, "expected": c.expected} for t, c in zip(train, checks)]
-        recorded = to_frame(run_episodes(tasks, 1, ScriptedExpert(1.0), sandbox_runtime(ScriptedHuman(), sandbox), episode_params(), 0,
-                                         Checkpoint(tmp_path / "a.jsonl")))  # fmt: skip
+        recorded = to_frame(
+            run_episodes(
+                tasks,
+                1,
+                ScriptedExpert(1.0),
+                sandbox_runtime(ScriptedHuman(), sandbox),
+                episode_params(),
+                0,
+                Checkpoint(tmp_path / "a.jsonl"),
+            )
+        )
         # A state after the first exchange of each trajectory; two candidates, one of them the recorded turn.
         rows = []
         for task_id, dialogue in recorded.select("task_id", "dialogue").iter_rows():
             state = f"{task_id}:0:1"
             said = [t["content"] for t in dialogue if t["role"] == AGENT]
             rows += [(state, task_id, 0, 1, 2, 0, said[1]), (state, task_id, 0, 1, 2, 1, "I WANT TO ANSWER: pass")]
-        candidates = pl.DataFrame(rows, schema=["state_id", "task_id", "sample", "turn", "position", "candidate", "message"],
-                                  orient="row")  # fmt: skip
+        candidates = pl.DataFrame(
+            rows, schema=["state_id", "task_id", "sample", "turn", "position", "candidate", "message"], orient="row"
+        )
         picked = pl.DataFrame({"state_id": candidates["state_id"].unique().sort(), "best": 0, "worst": 1})
         episode_tasks, scripts = continuation_tasks(picked, candidates, recorded, {t["task_id"]: t for t in tasks})
         assert len(episode_tasks) == 2 * recorded.height
         # After the script the expert goes on asking and answers: the recorded turn leads to the recorded end.
-        outcomes = to_frame(run_episodes(episode_tasks, 1, ReplayAgent(scripts, ScriptedExpert(1.0)),
-                                         sandbox_runtime(ScriptedHuman(), sandbox), episode_params(), 0, Checkpoint(tmp_path / "b.jsonl")))  # fmt: skip
+        outcomes = to_frame(
+            run_episodes(
+                episode_tasks,
+                1,
+                ReplayAgent(scripts, ScriptedExpert(1.0)),
+                sandbox_runtime(ScriptedHuman(), sandbox),
+                episode_params(),
+                0,
+                Checkpoint(tmp_path / "b.jsonl"),
+            )
+        )
     replayed = {t: d for t, d in outcomes.select("task_id", "dialogue").iter_rows()}
     for task_id, dialogue in recorded.select("task_id", "dialogue").iter_rows():
         again = replayed[f"{task_id}:0:1#0"]

@@ -77,8 +77,11 @@ def test_a_step_is_cut_into_equal_counts_of_runs_that_hold_each_item_once(n, pro
 
 def test_the_layout_of_an_effective_batch_and_the_combinations_refused():
     assert batch_layout(8, None, 1, "x").record() == {
-        "effective_batch": 8, "micro_batch": 8, "processes": 1, "accumulation_steps": 1
-    }  # fmt: skip
+        "effective_batch": 8,
+        "micro_batch": 8,
+        "processes": 1,
+        "accumulation_steps": 1,
+    }
     assert batch_layout(8, None, 4, "x") == BatchLayout(8, 2, 4, 1)
     assert batch_layout(8, 1, 2, "x") == BatchLayout(8, 1, 2, 4)
     assert batch_layout(32, 2, 8, "x") == BatchLayout(32, 2, 8, 2)

@@ -22,8 +22,16 @@ def traj(
         if t < n_turns - 1:
             dialogue.append({"role": "human", "content": f"reply {t}"})
     return {
-        "task_id": task_id, "sample": sample, "seed": 0, "dialogue": dialogue, "answer": "", "answered": True,
-        "n_turns": n_turns, "reward": reward, "success": reward == 1.0 if marked else None, "score_status": "ok",
+        "task_id": task_id,
+        "sample": sample,
+        "seed": 0,
+        "dialogue": dialogue,
+        "answer": "",
+        "answered": True,
+        "n_turns": n_turns,
+        "reward": reward,
+        "success": reward == 1.0 if marked else None,
+        "score_status": "ok",
         "failure": failure,
     }
 
@@ -41,10 +49,15 @@ def pairs_of(result: pl.DataFrame) -> list[tuple]:
 
 def test_backend_pairs_the_best_successful_sample_with_each_strictly_worse_one():
     trajectories = frame(
-        traj("a", 0, 0.5), traj("a", 1, 1.0), traj("a", 2, 0.0),  # best = 1: pairs (1, 0), (1, 2)
-        traj("b", 0, 0.9), traj("b", 1, 0.3),  # best 0.9 < 1: no pair
-        traj("c", 0, 0.0), traj("c", 1, 0.0),  # every sample failed: no pair
-        traj("d", 0, 1.0), traj("d", 1, 1.0),  # all succeed: nothing is strictly worse
+        traj("a", 0, 0.5),
+        traj("a", 1, 1.0),
+        traj("a", 2, 0.0),  # best = 1: pairs (1, 0), (1, 2)
+        traj("b", 0, 0.9),
+        traj("b", 1, 0.3),  # best 0.9 < 1: no pair
+        traj("c", 0, 0.0),
+        traj("c", 1, 0.0),  # every sample failed: no pair
+        traj("d", 0, 1.0),
+        traj("d", 1, 1.0),  # all succeed: nothing is strictly worse
     )
     result = trajectory_pairs(trajectories)
     assert pairs_of(result) == [("a", 1, 0), ("a", 1, 2)]
@@ -160,7 +173,10 @@ def test_largest_gaps_keeps_as_many_pairs_as_halves_where_the_critic_is_surest()
     # State t: best first 1 (0.2) | 0 (0.1): gap 0.1. Budget: 1 pair a state, 2 in all.
     table = candidates({"s": [0.1, 0.9, 0.5, -0.3], "t": [0.1, 0.2]})
     result = step_pairs(table, num_pairs=1, seed=0, rule="largest_gaps", max_per_state=8)
-    assert result.select("state_id", "chosen", "rejected").rows() == [("s", 1, 0), ("s", 1, 3)]  # 1.2, then 0.8 by index
+    assert result.select("state_id", "chosen", "rejected").rows() == [
+        ("s", 1, 0),
+        ("s", 1, 3),
+    ]  # 1.2, then 0.8 by index
     capped = step_pairs(table, num_pairs=1, seed=0, rule="largest_gaps", max_per_state=1)
     assert capped.select("state_id", "chosen", "rejected").rows() == [("s", 1, 3), ("t", 1, 0)]
     assert step_pairs(table, num_pairs=1, seed=7, rule="largest_gaps").equals(result)  # nothing drawn
@@ -170,10 +186,15 @@ def test_largest_gaps_keeps_as_many_pairs_as_halves_where_the_critic_is_surest()
 
 @settings(max_examples=40, deadline=None)
 @given(
-    st.dictionaries(st.text("abc", min_size=1, max_size=3),
-                    st.lists(st.floats(-10, 10, allow_nan=False), min_size=2, max_size=16), min_size=1, max_size=5),
-    st.integers(1, 6), st.integers(1, 10),
-)  # fmt: skip
+    st.dictionaries(
+        st.text("abc", min_size=1, max_size=3),
+        st.lists(st.floats(-10, 10, allow_nan=False), min_size=2, max_size=16),
+        min_size=1,
+        max_size=5,
+    ),
+    st.integers(1, 6),
+    st.integers(1, 10),
+)
 def test_largest_gaps_takes_the_largest_gaps_of_the_halves_combinations(scores_by_state, num_pairs, cap):
     table = candidates(scores_by_state)
     every = step_pairs(table, num_pairs=10_000, seed=0)  # halves with no limit: every combination
@@ -209,7 +230,8 @@ def test_odd_counts_leave_the_median_out_and_ties_give_no_pair():
     st.dictionaries(
         st.text("abc", min_size=1, max_size=3),
         st.lists(st.floats(-10, 10, allow_nan=False), min_size=2, max_size=16),
-        min_size=1, max_size=5,
+        min_size=1,
+        max_size=5,
     ),
     st.integers(1, 6),
     st.integers(0, 2**32),

@@ -1,4 +1,5 @@
-"""The preference loss (sweetflow/rl/loss.py, logprobs.py, batching.py, preference.py) against hand-computed values, its properties, TRL's DPO
+"""The preference loss (sweetflow/rl/loss.py, logprobs.py, batching.py, preference.py) against
+hand-computed values, its properties, TRL's DPO
 loss on the same model and batch, a tiny critic that learns to rank a better turn above a worse one,
 and training that reproduces bit for bit."""
 
@@ -17,8 +18,8 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from sweetflow.params import TrainerParams
 from sweetflow.rl.batching import collate_segmented, collate_shared_prefix
 from sweetflow.rl.logprobs import predicting, reference_segment_logps, segment_logp_sums, segment_logps, token_logprobs
-from sweetflow.rl.loss import PreferenceLoss, bradley_terry_loss, nll_loss, segment_scores
 from sweetflow.rl.loop import TrainRun
+from sweetflow.rl.loss import PreferenceLoss, bradley_terry_loss, nll_loss, segment_scores
 from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.sequences import NOT_SCORED, PairData, SegmentedSequence, group_pairs
 from tests.support.params import training_params
@@ -285,8 +286,16 @@ WORDS = [12, 13, 14, 15]  # context and human-reply tokens
 def tiny_llama(seed: int = 0, vocab: int = 16) -> LlamaForCausalLM:
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=4, max_position_embeddings=64, pad_token_id=PAD, bos_token_id=BOS, eos_token_id=END,
+        vocab_size=vocab,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=64,
+        pad_token_id=PAD,
+        bos_token_id=BOS,
+        eos_token_id=END,
     )
     return LlamaForCausalLM(config)
 
@@ -374,6 +383,7 @@ def test_critic_trained_on_trajectory_pairs_ranks_a_better_turn_above_a_worse_on
         def traj(content):
             order = [content, NEUTRAL] if good_first else [NEUTRAL, content]
             return trajectory(context, list(zip(words, order)))
+
         return traj(GOOD), traj(BAD)
 
     pairs = [pair() for _ in range(32)]
@@ -428,8 +438,15 @@ def test_dpo_loss_equals_trls_sigmoid_loss_with_its_sft_term_on_the_same_model_a
     data = Dataset.from_dict({"prompt": ["a b c", "d e"], "chosen": [" f g", " h"], "rejected": [" i", " j k l"]})
     beta, nll_coef = 0.1, 0.01
     args = DPOConfig(
-        output_dir=str(tmp_path), beta=beta, loss_type=["sigmoid", "sft"], loss_weights=[1.0, nll_coef],
-        per_device_train_batch_size=2, use_cpu=True, report_to="none", max_length=None, save_strategy="no",
+        output_dir=str(tmp_path),
+        beta=beta,
+        loss_type=["sigmoid", "sft"],
+        loss_weights=[1.0, nll_coef],
+        per_device_train_batch_size=2,
+        use_cpu=True,
+        report_to="none",
+        max_length=None,
+        save_strategy="no",
     )
     trainer = DPOTrainer(policy, ref_model=ref, args=args, train_dataset=data, processing_class=tokenizer)
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(2)])  # rows: chosen ×2, rejected ×2
@@ -466,9 +483,17 @@ def test_preference_training_on_shared_prefixes_is_reproducible_on_two_threads(t
     pairs = [(i, i + 1) for i in range(0, len(sequences), 2)]
     data = PairData(sequences, pairs, group_pairs([keys[c] for c, _ in pairs]))
     config = LlamaConfig(
-        vocab_size=64, hidden_size=128, intermediate_size=344, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=4, max_position_embeddings=256, pad_token_id=PAD, bos_token_id=BOS, eos_token_id=END,
-    )  # fmt: skip
+        vocab_size=64,
+        hidden_size=128,
+        intermediate_size=344,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=256,
+        pad_token_id=PAD,
+        bos_token_id=BOS,
+        eos_token_id=END,
+    )
     torch.manual_seed(0)
     reference = LlamaForCausalLM(config)
     ref = reference_segment_logps(reference, sequences, batch_size=8, pad_id=PAD)

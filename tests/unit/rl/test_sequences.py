@@ -109,7 +109,10 @@ def test_trajectory_pairs_share_sequences_and_count_what_does_not_fit(tokenizer,
     assert dropped == 0 and len(data.pairs) == pairs.height
     assert len(keys) == len(data.sequences) == len(set(keys))  # one sequence per trajectory, however many pairs
     for (c, r), row in zip(data.pairs, pairs.iter_rows(named=True)):
-        assert keys[c] == f"{row['task_id']}:{row['chosen_sample']}" and keys[r] == f"{row['task_id']}:{row['rejected_sample']}"
+        assert (
+            keys[c] == f"{row['task_id']}:{row['chosen_sample']}"
+            and keys[r] == f"{row['task_id']}:{row['rejected_sample']}"
+        )
     shortest = min(len(s.input_ids) for s in data.sequences)
     _, _, dropped = trajectory_pair_data(
         tokenizer, tasks, trajectories, pairs, True, "turns", shortest - 1, max_turns=10
@@ -155,10 +158,15 @@ def test_the_same_seed_gives_the_same_candidates(checkpoint, candidates, tasks, 
     states, frame, _ = candidates
     agent = TransformersAgent(transformers_agent(str(checkpoint), max_new_tokens=24))
     again, _ = generate_candidates(agent, tasks, trajectories, states.head(2), 3, seed=0, max_turns=10)
-    assert again["message"].to_list() == frame.filter(pl.col("state_id").is_in(states.head(2)["state_id"].implode()))["message"].to_list()
+    assert (
+        again["message"].to_list()
+        == frame.filter(pl.col("state_id").is_in(states.head(2)["state_id"].implode()))["message"].to_list()
+    )
 
 
-def test_step_pairs_become_state_plus_candidate_sequences_in_the_policy_view(tokenizer, candidates, tasks, trajectories):
+def test_step_pairs_become_state_plus_candidate_sequences_in_the_policy_view(
+    tokenizer, candidates, tasks, trajectories
+):
     _, frame, _ = candidates
     scored = frame.with_columns(score=pl.col("logprob_mean"))  # any score will do to draw pairs
     pairs = step_pairs(scored, 2, seed=0)

@@ -67,7 +67,9 @@ def test_lora_trains_adapters_and_saves_a_plain_merged_model(data, tmp_path):
     tok, examples = data
     base = build_model(tok, hidden_size=64, max_length=1536, seed=0)
     before = {k: v.clone() for k, v in base.state_dict().items()}
-    engine = training_params(lora=LoraParams(r=4, alpha=8, dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+    engine = training_params(
+        lora=LoraParams(r=4, alpha=8, dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
+    )
     run = TrainRun(trainer=params(), engine=engine, log_dir=tmp_path / "live", name="sft")
     fitted = train_sft(base, examples[:4], [], run=run, pad_id=tok.pad_token_id)
     model, state, summary = fitted.model, fitted.state, fitted.summary
@@ -102,8 +104,10 @@ def test_accumulating_micro_batches_trains_as_one_pass_of_the_effective_batch(da
     by its own running size, which turns that rounding into a visible share of a step where a
     gradient is nearly 0 (a rare token's embedding): measured, the weights differ by at most 1.1e-5,
     0.2% of one step of learning rate 5e-3. A pass dropped or counted twice would differ by ~a step."""
-    runs = {micro: train(data, tmp_path / str(micro), params(epochs=2, batch_size=8), micro_batch_size=micro)
-            for micro in (None, 4, 1)}  # fmt: skip
+    runs = {
+        micro: train(data, tmp_path / str(micro), params(epochs=2, batch_size=8), micro_batch_size=micro)
+        for micro in (None, 4, 1)
+    }
     assert [r.run["accumulation_steps"] for r in runs.values()] == [1, 2, 8]
     assert {r.run["effective_batch"] for r in runs.values()} == {8} and runs[None].run["micro_batch"] == 8
     one = runs[None]

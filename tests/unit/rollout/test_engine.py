@@ -55,13 +55,24 @@ class Flaky:
         self.failing = failing
 
     def act(self, views):
-        return [RuntimeError("HTTP 503") if v.task_id in self.failing else
-                AgentTurn("p", "I WANT TO ANSWER: x", "I WANT TO ANSWER: x") for v in views]
+        return [
+            RuntimeError("HTTP 503")
+            if v.task_id in self.failing
+            else AgentTurn("p", "I WANT TO ANSWER: x", "I WANT TO ANSWER: x")
+            for v in views
+        ]
 
 
 def test_expert_episodes_alternate_and_succeed(tasks, sandbox, tmp_path):
-    records = run_episodes(tasks, 2, ScriptedExpert(1.0), sandbox_runtime(ScriptedHuman(), sandbox), episode_params(), 0,
-                           Checkpoint(tmp_path / "c.jsonl"))
+    records = run_episodes(
+        tasks,
+        2,
+        ScriptedExpert(1.0),
+        sandbox_runtime(ScriptedHuman(), sandbox),
+        episode_params(),
+        0,
+        Checkpoint(tmp_path / "c.jsonl"),
+    )
     frame = to_frame(records)
     assert frame.height == 24 and frame.select("task_id", "sample").is_unique().all()
     assert frame["success"].all() and frame["answered"].all()
@@ -76,8 +87,15 @@ def test_expert_episodes_alternate_and_succeed(tasks, sandbox, tmp_path):
 
 def test_an_episode_without_the_marker_ends_at_the_turn_limit(tasks, sandbox, tmp_path):
     agent = Chatter()
-    records = run_episodes(tasks[:3], 1, agent, sandbox_runtime(ScriptedHuman(), sandbox), episode_params(max_turns=4), 0,
-                           Checkpoint(tmp_path / "c.jsonl"))
+    records = run_episodes(
+        tasks[:3],
+        1,
+        agent,
+        sandbox_runtime(ScriptedHuman(), sandbox),
+        episode_params(max_turns=4),
+        0,
+        Checkpoint(tmp_path / "c.jsonl"),
+    )
     assert [r["n_turns"] for r in records] == [4, 4, 4]
     assert [r["answered"] for r in records] == [False] * 3
     assert [r["ended_by"] for r in records] == ["max_turns"] * 3
@@ -91,11 +109,20 @@ def test_an_episode_whose_dialogue_fills_the_context_ends_with_its_last_message(
         """Says a function on its first turn; its context is full on the second."""
 
         def act(self, views):
-            return [AgentTurn("p", "def f(): pass", "def f(): pass") if v.turn == 0 else ContextOverflow("full")
-                    for v in views]  # fmt: skip
+            return [
+                AgentTurn("p", "def f(): pass", "def f(): pass") if v.turn == 0 else ContextOverflow("full")
+                for v in views
+            ]
 
-    records = run_episodes(tasks[:2], 1, Cramped(), sandbox_runtime(ScriptedHuman(), sandbox), episode_params(), 0,
-                           Checkpoint(tmp_path / "c.jsonl"))  # fmt: skip
+    records = run_episodes(
+        tasks[:2],
+        1,
+        Cramped(),
+        sandbox_runtime(ScriptedHuman(), sandbox),
+        episode_params(),
+        0,
+        Checkpoint(tmp_path / "c.jsonl"),
+    )
     assert [(r["ended_by"], r["answer"], r["n_turns"], r["failure"]) for r in records] == [
         ("context", "def f(): pass", 1, None)
     ] * 2
@@ -122,8 +149,15 @@ def test_a_simulator_fault_fails_only_its_episode(tasks, sandbox, tmp_path):
                 raise ConnectionError("simulator went away")
             return super().reply(task, messages)
 
-    records = run_episodes(tasks[:4], 1, ScriptedExpert(1.0), sandbox_runtime(Grumpy(), sandbox), episode_params(), 0,
-                           Checkpoint(tmp_path / "c.jsonl"))
+    records = run_episodes(
+        tasks[:4],
+        1,
+        ScriptedExpert(1.0),
+        sandbox_runtime(Grumpy(), sandbox),
+        episode_params(),
+        0,
+        Checkpoint(tmp_path / "c.jsonl"),
+    )
     assert records[0]["failure"] == "simulator: simulator went away"
     assert all(r["failure"] is None and r["success"] for r in records[1:])
 
@@ -135,13 +169,21 @@ def test_a_torn_checkpoint_line_is_ignored(tmp_path):
 
 
 def test_rollout_killed_mid_run_resumes_without_loss_or_duplicates(tmp_path):
-    params = {"backend": {"tasks": {"n_train": 240, "n_test": 2}, "scoring": {"workers": 2}},
-              "rollout": {"agent": "half_expert", "samples_per_task": 3}, "episodes": {"flush_every": 8}}
+    params = {
+        "backend": {"tasks": {"n_train": 240, "n_test": 2}, "scoring": {"workers": 2}},
+        "rollout": {"agent": "half_expert", "samples_per_task": 3},
+        "episodes": {"flush_every": 8},
+    }
     project = make_project(tmp_path / "p", params)
     run([sys.executable, "-m", "stages.tasks", "backend"], project)
     checkpoints = project / ".sweetflow/checkpoints"
-    proc = subprocess.Popen([sys.executable, "-m", "stages.rollout", "backend"], cwd=project, env=tool_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stages.rollout", "backend"],
+        cwd=project,
+        env=tool_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and _saved(checkpoints) < 80:
         time.sleep(0.02)

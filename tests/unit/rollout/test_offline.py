@@ -60,8 +60,10 @@ def test_lines_land_on_their_training_tasks_in_the_files_order_and_the_rest_are_
     assert frame["answered"].all() and frame["ended_by"].to_list() == ["answer"] * 3
     first = frame["dialogue"][0].to_list()
     assert [(t["role"], t["prompt"], t["raw"]) for t in first] == [
-        (AGENT, "<prompt 1>", "What ...?"), (HUMAN, None, None), (AGENT, "<prompt 2>", "def f(): pass")
-    ]  # fmt: skip
+        (AGENT, "<prompt 1>", "What ...?"),
+        (HUMAN, None, None),
+        (AGENT, "<prompt 2>", "def f(): pass"),
+    ]
     assert metrics["lines"] == 5 and metrics["count"] == 3 and metrics["tasks"] == 2
     assert (metrics["skipped_validation"], metrics["skipped_beyond_max_tasks"]) == (1, 1)
     assert metrics["reward_source"] == "file" and metrics["tests_passed"] == pytest.approx(0.5)
@@ -89,8 +91,14 @@ def test_a_bad_line_names_file_line_and_field_and_leaves_the_last_output_as_it_w
     monkeypatch.chdir(tmp_path)  # the stage's run record goes to reports/runs/
     out = tmp_path / "rollout"
     with stage_output(out, "rollout@backend", {}) as first:
-        import_rollout(write(tmp_path / "good.jsonl", [line(TRAIN[0])]), TRAIN, VAL, "backend", params(),
-                       first.dir / "trajectories.parquet")  # fmt: skip
+        import_rollout(
+            write(tmp_path / "good.jsonl", [line(TRAIN[0])]),
+            TRAIN,
+            VAL,
+            "backend",
+            params(),
+            first.dir / "trajectories.parquet",
+        )
     before = content_hash(out)
     bad = line(TRAIN[1])
     spoil(bad)
@@ -147,10 +155,23 @@ def trajectories(draw) -> pl.DataFrame:
             turns.append(turn)
         samples[task_id] = samples.get(task_id, -1) + 1
         reward = draw(st.floats(0, 1))
-        rows.append({"task_id": task_id, "sample": samples[task_id], "seed": None, "dialogue": turns,
-                     "answer": draw(text), "answered": False, "ended_by": None, "n_turns": len(turns) // 2 + 1,
-                     "reward": reward, "success": reward == 1.0, "score_status": None, "failure": None,
-                     "test_outputs": None})  # fmt: skip
+        rows.append(
+            {
+                "task_id": task_id,
+                "sample": samples[task_id],
+                "seed": None,
+                "dialogue": turns,
+                "answer": draw(text),
+                "answered": False,
+                "ended_by": None,
+                "n_turns": len(turns) // 2 + 1,
+                "reward": reward,
+                "success": reward == 1.0,
+                "score_status": None,
+                "failure": None,
+                "test_outputs": None,
+            }
+        )
     return to_frame(rows)
 
 

@@ -7,7 +7,6 @@ import string
 
 from sweetflow.backend.tasks.family import Family, Param, quoted
 
-
 # --- account sign-up: early returns and an all() over characters -----------------------------
 
 _RESERVED_WORDS = ("admin", "system", "moderator", "support", "official", "webmaster", "owner")
@@ -169,8 +168,13 @@ RATE_LIMIT = Family(
         "I host a game server for a hobby community.",
     ),
     function_names=(
-        "rate_limit", "accepted_requests", "allow_requests", "throttle", "limit_requests", "filter_requests",
-    ),  # fmt: skip
+        "rate_limit",
+        "accepted_requests",
+        "allow_requests",
+        "throttle",
+        "limit_requests",
+        "filter_requests",
+    ),
     arguments={"timestamps": ("timestamps", "request_times", "times", "arrivals")},
     request=(
         "My server limits how often one client can make requests. @timestamps is the sorted list of times, "

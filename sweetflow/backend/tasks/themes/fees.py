@@ -6,7 +6,6 @@ import random
 
 from sweetflow.backend.tasks.family import Family, Param
 
-
 # --- library fines: dict lookup, grace period and a cap --------------------------------------
 
 

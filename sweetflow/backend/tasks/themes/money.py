@@ -6,7 +6,6 @@ import random
 
 from sweetflow.backend.tasks.family import Family, Param
 
-
 # --- income tax: two progressive bands above an allowance ------------------------------------
 
 

@@ -6,7 +6,6 @@ import random
 
 from sweetflow.backend.tasks.family import Family, Param
 
-
 # --- weather logging: list comprehensions for correction, filtering and conversion -----------
 
 

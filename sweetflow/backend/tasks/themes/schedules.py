@@ -6,7 +6,6 @@ import random
 
 from sweetflow.backend.tasks.family import Family, Param
 
-
 # --- appointment booking: a while loop building formatted time strings -----------------------
 
 # Every start time a schedule of 15, 20, 30 or 45 minute slots from a whole hour can have.

@@ -6,7 +6,6 @@ import random
 
 from sweetflow.backend.tasks.family import Family, Param
 
-
 # --- school grading: an if/elif ladder of cutoffs --------------------------------------------
 
 

@@ -7,7 +7,6 @@ from datetime import date, timedelta
 
 from sweetflow.backend.tasks.family import Family, Param
 
-
 # --- retail checkout: a ladder of discounts on a computed subtotal ----------------------------
 
 _GOODS = ("bread", "muffin", "mug", "notebook", "candle", "jam", "scarf", "tea", "card")

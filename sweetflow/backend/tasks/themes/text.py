@@ -6,13 +6,37 @@ import random
 
 from sweetflow.backend.tasks.family import Family, Param, quoted
 
-
 # --- blog publishing: string building word by word -------------------------------------------
 
 _TITLE_WORDS = (
-    "How", "to", "Grow", "Tomatoes", "in", "a", "Small", "Garden!", "The", "Best", "Bread", "of", "2023",
-    "and", "Why", "I", "Love", "It", "for", "Beginners:", "with", "an", "Old", "Camera", "on", "at", "Sea",
-)  # fmt: skip
+    "How",
+    "to",
+    "Grow",
+    "Tomatoes",
+    "in",
+    "a",
+    "Small",
+    "Garden!",
+    "The",
+    "Best",
+    "Bread",
+    "of",
+    "2023",
+    "and",
+    "Why",
+    "I",
+    "Love",
+    "It",
+    "for",
+    "Beginners:",
+    "with",
+    "an",
+    "Old",
+    "Camera",
+    "on",
+    "at",
+    "Sea",
+)
 
 
 def _slug_args(rng: random.Random) -> tuple:
@@ -75,8 +99,20 @@ def @fn(@title):
 # --- team codes: initials, topping up and padding --------------------------------------------
 
 _NAME_WORDS = (
-    "The", "Old", "Riverside", "Rovers", "FC", "United", "of", "North", "Harbour", "Club", "and", "City", "Lions",
-)  # fmt: skip
+    "The",
+    "Old",
+    "Riverside",
+    "Rovers",
+    "FC",
+    "United",
+    "of",
+    "North",
+    "Harbour",
+    "Club",
+    "and",
+    "City",
+    "Lions",
+)
 
 
 def _code_args(rng: random.Random) -> tuple:
@@ -134,10 +170,36 @@ def @fn(@name):
 # --- writing analytics: counting into a dict, sorting by count then word ---------------------
 
 _VOCABULARY = (
-    "the", "the", "and", "and", "that", "this", "with", "very", "just", "really", "have", "a", "I", "of",
-    "rain", "rain", "garden", "garden", "garden", "light", "light", "story", "story", "river", "quiet",
-    "dark", "go", "we", "it",
-)  # fmt: skip
+    "the",
+    "the",
+    "and",
+    "and",
+    "that",
+    "this",
+    "with",
+    "very",
+    "just",
+    "really",
+    "have",
+    "a",
+    "I",
+    "of",
+    "rain",
+    "rain",
+    "garden",
+    "garden",
+    "garden",
+    "light",
+    "light",
+    "story",
+    "story",
+    "river",
+    "quiet",
+    "dark",
+    "go",
+    "we",
+    "it",
+)
 _PUNCTUATION = ("", "", "", ",", ".", "!", "?")
 
 
@@ -157,8 +219,13 @@ TOP_WORDS = Family(
         "I coach people in public speaking and go through their speech transcripts.",
     ),
     function_names=(
-        "top_words", "word_frequencies", "common_words", "most_used_words", "frequent_words", "count_words",
-    ),  # fmt: skip
+        "top_words",
+        "word_frequencies",
+        "common_words",
+        "most_used_words",
+        "frequent_words",
+        "count_words",
+    ),
     arguments={"text": ("text", "passage", "document", "draft")},
     request=(
         "I want to see which words show up most in @text. Count the words ignoring case and the punctuation "

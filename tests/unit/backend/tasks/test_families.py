@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sweetflow.backend.scoring import check_references
 from sweetflow.backend.sandbox.pool import Sandbox
+from sweetflow.backend.scoring import check_references
 from sweetflow.backend.tasks import themes
 from sweetflow.backend.tasks.families import FAMILIES, FAMILIES_BY_NAME
 from sweetflow.backend.tasks.family import Family
@@ -52,6 +52,9 @@ def test_every_family_yields_references_that_pass_their_own_tests_in_the_sandbox
     _, tasks = generate_tasks(0, len(FAMILIES), seed=seed)
     assert sorted(t["family"] for t in tasks) == sorted(FAMILIES_BY_NAME)
     checks = check_references(tasks, sandbox)
-    failing = {t["family"]: (c.reference_passes, c.flags) for t, c in zip(tasks, checks)
-               if c.reference_passes != N_TESTS or c.flags}  # fmt: skip
+    failing = {
+        t["family"]: (c.reference_passes, c.flags)
+        for t, c in zip(tasks, checks)
+        if c.reference_passes != N_TESTS or c.flags
+    }
     assert failing == {}

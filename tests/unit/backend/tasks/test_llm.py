@@ -37,7 +37,10 @@ def test_a_good_reply_becomes_a_task():
         (reply({**GOOD, "ground_truth": "def grade(points) return 1"}), "reference_syntax"),
         (reply({**GOOD, "ground_truth": "x = 1"}), "no_function"),
         (reply({**GOOD, "test_cases": {"test1": "grade(1)"}}), "wrong_test_count"),
-        (reply({**GOOD, "test_cases": {**GOOD["test_cases"], "test3": "__import__('os').getcwd()"}}), "test_not_a_call"),
+        (
+            reply({**GOOD, "test_cases": {**GOOD["test_cases"], "test3": "__import__('os').getcwd()"}}),
+            "test_not_a_call",
+        ),
         (reply({**GOOD, "test_cases": {**GOOD["test_cases"], "test4": "grade(1); grade(2)"}}), "test_not_a_call"),
     ],
 )
@@ -59,7 +62,10 @@ def test_real_endpoint_tasks_are_validated_and_rejections_counted(openai_server,
     corpus.write_text("The library lends books and DVDs; late returns pay a fine per day.\n\n" * 3)
     params = LlmTasksParams(
         endpoint=endpoint_params(base_url=openai_server.base_url, model=openai_server.model_name, concurrency=2),
-        corpus=corpus, temperature=0.8, max_new_tokens=64, max_requests=4,
+        corpus=corpus,
+        temperature=0.8,
+        max_new_tokens=64,
+        max_requests=4,
     )
     with Sandbox(sandbox_params(workers=1)) as sandbox:
         result = generate_llm_tasks(2, params, sandbox, set(), "test")
@@ -92,8 +98,11 @@ def test_references_that_fail_in_the_sandbox_are_rejected(tmp_path, monkeypatch)
     corpus.parent.mkdir(parents=True)
     corpus.write_text("passage " * 40)
     params = LlmTasksParams(
-        endpoint=endpoint_params(base_url="http://127.0.0.1:9/v1", concurrency=1), corpus=corpus, temperature=0.8,
-        max_new_tokens=1500, max_requests=4,
+        endpoint=endpoint_params(base_url="http://127.0.0.1:9/v1", concurrency=1),
+        corpus=corpus,
+        temperature=0.8,
+        max_new_tokens=1500,
+        max_requests=4,
     )
     with Sandbox(sandbox_params(workers=1)) as sandbox:
         result = generate_llm_tasks(4, params, sandbox, set(), "test")

@@ -22,13 +22,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sweetflow.backend.tasks.families import FAMILIES, FAMILIES_BY_NAME
-from sweetflow.backend.tasks.themes.scores import LETTER_GRADE
 from sweetflow.backend.tasks.procedural import generate_tasks, render_reference
+from sweetflow.backend.tasks.themes.scores import LETTER_GRADE
 
 RECORD_KEYS = {
-    "task_id", "family", "function_name", "signature", "problem_description",
-    "ground_truth", "template", "test_cases", "facts",
-}  # fmt: skip
+    "task_id",
+    "family",
+    "function_name",
+    "signature",
+    "problem_description",
+    "ground_truth",
+    "template",
+    "test_cases",
+    "facts",
+}
 FACT_KEYS = {"parameter", "topic", "fact", "value", "guess"}
 FAMILY_NAMES = [family.name for family in FAMILIES]
 RAISED = "<raised>"  # stands for an exception among test outputs
