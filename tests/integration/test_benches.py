@@ -43,6 +43,7 @@ SMOKE = {
         "render_throughput.json",
     ),
     "score_throughput": (["--repeat", "1", "--workers", "1", "--rows", "{rows:backend}"], "score_throughput.json"),
+    "portable": (["--rounds", "1", "--steps", "1", "--threads", "1", "--rows", "2"], "portable.json"),
     "sandbox_throughput": (
         [
             "--tree",
