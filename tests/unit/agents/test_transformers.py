@@ -198,7 +198,11 @@ def test_generation_uses_no_deprecated_transformers_api(tiny_checkpoint, views, 
     first = policy.act(views)
     grown = [
         EpisodeView(
-            v.task_id, v.problem_description, [*v.messages, Message(AGENT, t.message), Message(HUMAN, "yes")], v.seed
+            v.task_id,
+            v.problem_description,
+            [*v.messages, Message(AGENT, t.message), Message(HUMAN, "yes")],
+            v.seed,
+            max_turns=v.max_turns,
         )
         for v, t in zip(views, first)
     ]
