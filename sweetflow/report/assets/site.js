@@ -40,10 +40,12 @@ function turnsOf(turns) {
 
 const PAGE = 50;
 
-function dialogueBody(ep, task, domain) {
+// What a dialogue shows follows from what its task carries: hidden facts and tests (a backend task),
+// or a target page (a design task).
+function dialogueBody(ep, task) {
   const body = el("div", {});
   body.append(el("p", { text: task.request }));
-  if (domain === "backend") {
+  if (task.facts) {
     const told = new Set(ep.told || []);
     const facts = el("ul", { class: "facts" });
     task.facts.forEach((f, i) => facts.append(el("li", { class: told.has(i) ? "told" : "untold",
@@ -63,7 +65,7 @@ function dialogueBody(ep, task, domain) {
   }
   body.append(el("h4", { text: "Dialogue" }), turnsOf(ep.turns));
   body.append(el("h4", { text: "Answer" }), el("pre", { text: ep.answer }));
-  if (domain === "backend") {
+  if (task.tests) {
     const table = el("table", { class: "tests" });
     table.append(el("tr", {}, el("th", { text: "test" }), el("th", { text: "expected" }),
       el("th", { text: "actual" }), el("th", { text: "" })));
@@ -84,7 +86,6 @@ function dialoguesPage(data) {
   const list = document.getElementById("dialogues");
   const more = document.getElementById("more");
   const count = document.getElementById("count");
-  const domain = data.domain;
   const familyOf = (ep) => data.tasks[ep.task].family;
   const distinct = (f) => [...new Set(data.episodes.map(f).filter((v) => v !== null && v !== undefined))].sort();
   options(form.method, data.methods, "every method");
@@ -102,7 +103,7 @@ function dialoguesPage(data) {
       "data-family": familyOf(ep) }, summary);
     // Built when opened: thousands of dialogues stay cheap until read.
     box.addEventListener("toggle", () => {
-      if (box.open && box.children.length === 1) box.append(dialogueBody(ep, data.tasks[ep.task], domain));
+      if (box.open && box.children.length === 1) box.append(dialogueBody(ep, data.tasks[ep.task]));
     });
     return box;
   }
