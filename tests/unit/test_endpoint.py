@@ -1,5 +1,5 @@
 """A dead endpoint: each request fails after (max_retries + 1) x timeout_s plus the backoff, as
-EndpointParams says, and the settings the README documents give up on one in minutes."""
+EndpointParams says, and the settings docs/usage.md documents give up on one in minutes."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def endpoints_in(node: object) -> list[dict]:
 
 
 def test_the_documented_endpoints_give_up_on_a_dead_one_in_minutes():
-    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs/usage.md").read_text(), re.S)
     documented = [EndpointParams(**e) for block in blocks for e in endpoints_in(yaml.safe_load(block))]
     assert len(documented) >= 2
     assert all(worst_case_s(e) <= 5 * 60 for e in documented), [worst_case_s(e) for e in documented]

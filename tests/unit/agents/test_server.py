@@ -105,7 +105,7 @@ def test_the_record_names_the_checkpoint_and_the_model_and_leaves_the_port_out()
 
 
 def test_the_documented_gpu_server_is_a_valid_served_agent():
-    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "docs/usage.md").read_text(), re.DOTALL)
     documented = [yaml.safe_load(b)["evaluate"]["policy"] for b in blocks if "backend: served" in b]
     assert len(documented) == 1
     policy = ServedAgentParams(**documented[0])

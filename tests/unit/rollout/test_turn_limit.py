@@ -81,8 +81,10 @@ def test_frontend_scripted_agents_answer_by_the_last_turn(tmp_path):
     limit it answers with its page instead of showing it once more."""
     params = params_with({"frontend": {"scoring": {"render": {"tailwind_css": str(TAILWIND)}}}})
     _, tasks = generate_frontend_tasks(0, 3, seed=3)
-    # The scorer compares each answer with its target's screenshot, as the tasks stage takes it.
-    tasks = [{**t, "target_png": png} for t, png in zip(tasks, render_targets(params, tasks))]
+    # The scorer compares each answer with its target's screenshot, as the tasks stage takes it; the
+    # description page's scores only decide wins, which this test does not read.
+    references = {"reference_similarity": 0.0, "reference_design": 0.0}
+    tasks = [{**t, "target_png": png, **references} for t, png in zip(tasks, render_targets(params, tasks))]
     with get_domain("frontend").open(params) as runtime:
         expert = run(tasks, DesignExpert(1.0), runtime, LIMIT, tmp_path)
         no_ask = run(tasks, DesignNoAsk(), runtime, LIMIT, tmp_path)

@@ -36,7 +36,7 @@ def test_every_family_of_every_theme_is_in_the_catalogue_once():
 def test_a_theme_module_is_a_few_families_long(module):
     """A room a reader takes in: a handful of families, each a screen or so."""
     assert len(_defined(module)) <= 5
-    assert len(open(module.__file__).read().splitlines()) <= 80 * len(_defined(module))
+    assert len(open(module.__file__).read().splitlines()) <= 100 * len(_defined(module))  # as ruff formats it
 
 
 @pytest.fixture(scope="module")
