@@ -46,7 +46,13 @@ HOLDOUT_SHARE = 0.05  # of training tasks whose demonstrations only measure the 
 def main() -> None:
     stage = begin("base_model", __doc__)
     p, engine = stage.params.domain(stage.domain).model, stage.params.training
-    sections = {f"{stage.domain}.model": p, "training": engine}
+    # What dvc.yaml declares for the stage, recorded whichever path runs.
+    sections = {
+        f"{stage.domain}.model": p,
+        "training": engine,
+        "chat_template": stage.params.chat_template,
+        "episodes.max_turns": stage.params.episodes.max_turns,
+    }
     if p.base != "tiny":
         adopt_local(p, stage, sections)  # no training: one process, whatever the accelerate config
         return
@@ -94,7 +100,6 @@ def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage, sections: d
 def adopt_local(p: ModelParams, stage: Stage, sections: dict) -> None:
     domain = stage.domain
     adopted = local_checkpoint(p.base, f"{domain}.model.base", stage.params.chat_template.date)
-    sections = {**sections, "chat_template": stage.params.chat_template}
     with stage_output(paths.base_model(domain), stage.name, sections, [adopted.path], p.seed) as out:
         how = adopted.copy_to(out.dir)
         out.chat_template = adopted.record

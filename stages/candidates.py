@@ -41,7 +41,7 @@ def main() -> None:
     with stage_output(
         paths.candidates(domain),
         stage.name,
-        {"candidates": p},
+        {"candidates": p, "episodes.max_turns": stage.params.episodes.max_turns},
         inputs,
         p.seed,
         paths.stage_metrics(domain, "candidates"),
