@@ -556,7 +556,8 @@ def test_a_teammate_pulls_the_run_cache_and_restores_a_configuration_without_tra
     run(["git", "clone", "-q", str(origin), str(clone)], tmp_path)
     run(["dvc", "pull", "-q", "--run-cache"], clone)
     (clone / "params.yaml").write_text(two_configurations[2])  # B, which only the origin ever ran
-    b = run(["dvc", "repro"], clone).stdout
+    # `dvc pull --run-cache` brings the run cache's entries; `--pull` fetches the outputs of those it restores.
+    b = run(["dvc", "repro", "--pull"], clone).stdout
     assert ran(b) == [] and set(RFT_READERS) <= set(restored(b))
     assert status(clone) == {}
 
