@@ -544,24 +544,6 @@ def test_dvc_exp_run_of_a_configuration_already_run_restores_it(two_configuratio
     assert ran(exp) == [] and set(RFT_READERS) <= set(restored(exp))
 
 
-def test_a_teammate_pulls_the_run_cache_and_restores_a_configuration_without_training(two_configurations, tmp_path):
-    origin = copy_of(two_configurations[0], tmp_path / "origin")
-    run(["dvc", "repro"], origin)  # back at A
-    run(["dvc", "remote", "add", "-d", "shared", str(tmp_path / "remote")], origin)
-    run(["git", "add", "-A"], origin)
-    run(["git", "commit", "-qm", "A, and the team's remote"], origin)
-    run(["dvc", "push", "-q", "--run-cache"], origin)
-
-    clone = tmp_path / "teammate"
-    run(["git", "clone", "-q", str(origin), str(clone)], tmp_path)
-    run(["dvc", "pull", "-q", "--run-cache"], clone)
-    (clone / "params.yaml").write_text(two_configurations[2])  # B, which only the origin ever ran
-    # `dvc pull --run-cache` brings the run cache's entries; `--pull` fetches the outputs of those it restores.
-    b = run(["dvc", "repro", "--pull"], clone).stdout
-    assert ran(b) == [] and set(RFT_READERS) <= set(restored(b))
-    assert status(clone) == {}
-
-
 # --- `reproducibility: portable`: the trained stages give the same bytes on two CPU types ------------------
 # `reproducibility: portable`: the trained stages give the same bytes on two CPU types, and differ without it.
 #
