@@ -51,7 +51,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, Sandbox(params.backend.scoring) as sandbox:
         tasks = [{**t, "expected": c.expected} for t, c in zip(tasks, check_references(tasks, sandbox))]
         # Random weights (it talks nonsense, fast), a tokenizer trained on the tasks' own words.
-        tokenizer = train_tokenizer([t["problem_description"] for t in tasks], vocab_size=384)
+        tokenizer = train_tokenizer([t["problem_description"] for t in tasks], vocab_size=384, max_turns=10)
         checkpoint = save_checkpoint(build_model(tokenizer, seed=0), tokenizer, Path(tmp) / "checkpoint")
         with serve(params.agents["served_base"].server, checkpoint) as served:  # params.yaml's `transformers serve`
             base_url, model = served.base_url, served.model
