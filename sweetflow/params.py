@@ -385,7 +385,9 @@ class TrainerParams(Section):
 class ModelParams(TrainerParams):
     """The base policy (stage `base_model`): the embedded tiny model, or a local checkpoint."""
 
-    base: Annotated[str, EXTERNAL_MODELS] = Field(
+    base: Annotated[
+        str, EXTERNAL_MODELS, AfterValidator(lambda v: v if v == "tiny" else str(EXTERNAL_MODELS(Path(v))))
+    ] = Field(
         description="'tiny': build a tokenizer and a small Llama here and warm-start it by SFT on demonstrations; "
         "otherwise the path of a local Hugging Face checkpoint under models/external/ (e.g. Llama-3.1-8B-Instruct, "
         "copied or linked there), used as is."
@@ -404,12 +406,6 @@ class ModelParams(TrainerParams):
     layers: int = Field(ge=1, description="Tiny: transformer blocks.")
     heads: int = Field(ge=1, description="Tiny: attention heads.")
     max_length: int = Field(ge=64, description="Tiny: context length; longer SFT examples are cut.")
-
-    @model_validator(mode="after")
-    def _base_is_tiny_or_external(self) -> ModelParams:
-        if self.base != "tiny":
-            EXTERNAL_MODELS(Path(self.base))
-        return self
 
 
 class PreferenceParams(Section):

@@ -71,7 +71,7 @@ def test_hub_id_is_refused_and_a_missing_directory_is_an_input_error(corpus, tmp
     hub_id = "meta-llama/Llama-3.1-8B-Instruct"
     monkeypatch.chdir(write_inputs(tmp_path, corpus, {"base": hub_id}))
     monkeypatch.setattr(sys, "argv", ["base_model", "backend"])
-    with pytest.raises(InputError, match="backend.model: .*must lie under models/external/"):
+    with pytest.raises(InputError, match="backend.model.base: .*must lie under models/external/"):
         base_model.main()
     missing = "models/external/Llama-3.1-8B-Instruct"
     monkeypatch.chdir(write_inputs(tmp_path / "missing", corpus, {"base": missing}))
