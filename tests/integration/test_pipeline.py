@@ -544,6 +544,35 @@ def test_dvc_exp_run_of_a_configuration_already_run_restores_it(two_configuratio
     assert ran(exp) == [] and set(RFT_READERS) <= set(restored(exp))
 
 
+def test_a_teammate_restores_a_configuration_its_runner_pushed_without_training(two_configurations, tmp_path):
+    """DVC 3 pushes the run cache's entries with `--run-cache` but only the workspace lock's outputs, so
+    whoever ran B pushes while the workspace holds B; the teammate's `dvc repro --pull` then fetches
+    the outputs of every stage it restores."""
+    project, _, b_params = two_configurations
+    origin = copy_of(project, tmp_path / "origin")
+    run(["dvc", "remote", "add", "-d", "shared", str(tmp_path / "remote")], origin)
+    a_params = (origin / "params.yaml").read_text()
+    (origin / "params.yaml").write_text(b_params)
+    assert ran(run(["dvc", "repro"], origin).stdout) == []  # B is restored from the run cache
+    b_outputs = outputs_of(origin, RFT_READERS)
+    run(["dvc", "push", "-q", "--run-cache"], origin)
+    (origin / "params.yaml").write_text(a_params)
+    assert ran(run(["dvc", "repro"], origin).stdout) == []
+    run(["git", "add", "-A"], origin)
+    run(["git", "commit", "-qm", "A, and the team's remote"], origin)
+    run(["dvc", "push", "-q"], origin)
+
+    clone = tmp_path / "teammate"
+    run(["git", "clone", "-q", str(origin), str(clone)], tmp_path)
+    run(["dvc", "pull", "-q", "--run-cache"], clone)
+    assert status(clone) == {}
+    (clone / "params.yaml").write_text(b_params)  # B, which only the origin ever ran
+    b = run(["dvc", "repro", "--pull"], clone).stdout
+    assert ran(b) == [] and set(RFT_READERS) <= set(restored(b))
+    assert outputs_of(clone, RFT_READERS) == b_outputs
+    assert status(clone) == {}
+
+
 # --- `reproducibility: portable`: the trained stages give the same bytes on two CPU types ------------------
 # `reproducibility: portable`: the trained stages give the same bytes on two CPU types, and differ without it.
 #

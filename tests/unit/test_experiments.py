@@ -22,6 +22,7 @@ from sweetflow.params import Params
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = ROOT / "params.yaml"
 EXPERIMENTS = sorted((ROOT / "configs" / "experiments").glob("*.yaml"))
+RECORDS = sorted(p for p in (ROOT / "reports" / "experiments").iterdir() if p.is_dir())
 
 
 def merged(changes: dict) -> dict:
@@ -59,11 +60,12 @@ def test_the_frontend_experiment_trains_the_frontend():
     assert merged(changes)["frontend"]["tasks"]["n_train"] > 0
 
 
-@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
-def test_each_committed_record_was_made_with_its_experiment_file(path):
-    """reports/experiments/<name>/ is the record of a run of configs/experiments/<name>.yaml: its
-    params.yaml holds every value the file sets, and its lock ran every trained method's evaluation."""
-    record = ROOT / "reports" / "experiments" / path.stem
+@pytest.mark.parametrize("record", RECORDS, ids=lambda p: p.name)
+def test_each_committed_record_was_made_with_its_experiment_file(record):
+    """reports/experiments/<name>/ is the record of a run of configs/experiments/<name>.yaml (an
+    experiment not run yet has none): its params.yaml holds every value the file sets, and its lock ran
+    every trained method's evaluation."""
+    path = ROOT / "configs" / "experiments" / f"{record.name}.yaml"
     params = yaml.safe_load((record / "params.yaml").read_text())
     for key, value in read_overlay(path, PARAMS).items():
         node = params
