@@ -133,8 +133,8 @@ def prepare(workdir: Path, n_pairs: int) -> dict:
     """Tokenizer, initial model and pairs, saved in `workdir` for the workers; the run's settings."""
     import polars as pl
 
+    from sweetflow.core.params import load_params
     from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
-    from sweetflow.params import load_params
     from sweetflow.rl.sft import demo_chats
 
     params = load_params(ROOT / "params.yaml")
@@ -363,7 +363,7 @@ def worker(mode: str, workdir: Path) -> None:
 
 
 def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute: bool) -> dict:
-    from sweetflow.params import TrainerParams, load_params
+    from sweetflow.core.params import TrainerParams, load_params
     from sweetflow.rl.logprobs import reference_segment_logps
     from sweetflow.rl.loop import TrainRun
     from sweetflow.rl.loss import PreferenceLoss

@@ -26,9 +26,9 @@ from rich.console import Console
 from rich.table import Table
 
 from sweetflow.agents.model import open_model_agent
-from sweetflow.params import load_params
+from sweetflow.core.params import load_params
+from sweetflow.core.tables import read_tasks
 from sweetflow.rollout.engine import collect
-from sweetflow.tables import read_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT = ROOT / "models/backend/base"

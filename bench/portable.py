@@ -1,7 +1,7 @@
 """Benchmark: what `reproducibility: portable` costs, on the backend's tiny Llama, and on the default run.
 
 Three kernel settings, each in a fresh process (torch and MKL read theirs once), alternating, `--rounds`
-times: native (this CPU's fastest kernels), portable (sweetflow.reproducibility.pin: ATen's AVX2
+times: native (this CPU's fastest kernels), portable (sweetflow.core.reproducibility.pin: ATen's AVX2
 kernels, MKL's COMPATIBLE branch) and, to show where the cost lies, ATen AVX2 with MKL's AVX2 branch
 (the same bytes on Intel CPUs with AVX2 only: MKL ignores that branch on other vendors' CPUs). The
 work is what the default run's stages do: training steps of the backend's model (vocab 2,048, 2
@@ -47,7 +47,7 @@ GENERATING = ("rollout", "evaluate_base", "evaluate_policy", "validate", "candid
 def child(kind: str, setting: str, steps: int, threads: int, rows: int) -> None:
     """One measurement, in this process: prints {"s": wall seconds}."""
     if setting == "portable":
-        from sweetflow.reproducibility import pin
+        from sweetflow.core.reproducibility import pin
 
         pin("portable")
     import torch

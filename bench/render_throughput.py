@@ -35,9 +35,9 @@ from types import ModuleType
 from rich.console import Console
 from rich.table import Table
 
+from sweetflow.core.inputs import iter_jsonl
+from sweetflow.core.params import load_params
 from sweetflow.frontend.render import RenderPool
-from sweetflow.inputs import iter_jsonl
-from sweetflow.params import load_params
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROWS = ROOT / "tests" / "data" / "colbench-sample" / "frontend_test_first30.jsonl"

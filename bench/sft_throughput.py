@@ -36,8 +36,8 @@ from rich.console import Console
 from rich.table import Table
 from torch.utils.data import DataLoader
 
+from sweetflow.core.params import ModelParams, load_params
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
-from sweetflow.params import ModelParams, load_params
 from sweetflow.rl.loop import CLIP_NORM, TrainRun, lr_at
 from sweetflow.rl.sft import collate, demo_chats, encode_chats, train_sft
 

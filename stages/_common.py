@@ -13,9 +13,9 @@ import ctypes.util
 import sys
 from dataclasses import dataclass
 
-from sweetflow import paths, reproducibility
-from sweetflow.errors import InputError
-from sweetflow.params import DOMAINS, AgentParams, Params, load_params
+from sweetflow.core import paths, reproducibility
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import DOMAINS, AgentParams, Params, load_params
 
 
 @dataclass(frozen=True)

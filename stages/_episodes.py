@@ -8,15 +8,15 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from stages._common import Stage, with_checkpoint
-from sweetflow import paths
 from sweetflow.agents.model import served_records
-from sweetflow.artifacts import checkpoint_path, stage_output
+from sweetflow.core import paths
+from sweetflow.core.artifacts import checkpoint_path, stage_output
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import ModelAgentParams, Params
+from sweetflow.core.tables import read_tasks
 from sweetflow.domain import get_domain
-from sweetflow.errors import InputError
-from sweetflow.params import ModelAgentParams, Params
 from sweetflow.rollout.engine import collect
 from sweetflow.rollout.metrics import over_seeds, summarize_episodes
-from sweetflow.tables import read_tasks
 
 
 def episode_sections(params: Params, domain: str) -> dict:

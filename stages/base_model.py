@@ -30,15 +30,15 @@ import json
 import polars as pl
 
 from stages._common import Stage, begin
-from sweetflow import paths
-from sweetflow.artifacts import stage_output, write_json
-from sweetflow.errors import run_stage
+from sweetflow.core import paths
+from sweetflow.core.artifacts import stage_output, write_json
+from sweetflow.core.errors import run_stage
+from sweetflow.core.params import ModelParams, TrainingParams
+from sweetflow.core.tables import read_tasks
 from sweetflow.models.checkpoint import local_checkpoint, save_checkpoint
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
-from sweetflow.params import ModelParams, TrainingParams
 from sweetflow.rl.loop import TrainRun, launch, live_report
 from sweetflow.rl.sft import demo_chats, encode_chats, split_by_task, train_sft
-from sweetflow.tables import read_tasks
 
 HOLDOUT_SHARE = 0.05  # of training tasks whose demonstrations only measure the validation loss
 

@@ -18,12 +18,12 @@ import json
 import polars as pl
 
 from stages._common import begin
-from sweetflow import paths
-from sweetflow.artifacts import stage_output
+from sweetflow.core import paths
+from sweetflow.core.artifacts import stage_output
+from sweetflow.core.errors import run_stage
+from sweetflow.core.tables import read_tasks
 from sweetflow.domain import get_domain
-from sweetflow.errors import run_stage
 from sweetflow.rl.critic_quality import kind_shares
-from sweetflow.tables import read_tasks
 
 LABELS_SCHEMA = {"state_id": pl.String, "candidate": pl.Int32, "kind": pl.String, "good": pl.Boolean}
 

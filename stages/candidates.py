@@ -19,14 +19,14 @@ import json
 import polars as pl
 
 from stages._common import begin, with_checkpoint
-from sweetflow import paths
 from sweetflow.agents.model import open_model_agent, served_records
-from sweetflow.artifacts import stage_output
+from sweetflow.core import paths
+from sweetflow.core.artifacts import stage_output
+from sweetflow.core.errors import run_stage
+from sweetflow.core.tables import read_tasks
 from sweetflow.dialogue import ANSWER_MARKER
-from sweetflow.errors import run_stage
 from sweetflow.rl.candidates import generate_candidates
 from sweetflow.rl.pairs import sample_turn_states
-from sweetflow.tables import read_tasks
 
 
 def main() -> None:

@@ -26,18 +26,18 @@ import polars as pl
 import torch
 
 from stages._common import begin
-from sweetflow import paths
-from sweetflow.artifacts import stage_output, write_json
-from sweetflow.errors import InputError, run_stage
+from sweetflow.core import paths
+from sweetflow.core.artifacts import stage_output, write_json
+from sweetflow.core.errors import InputError, run_stage
+from sweetflow.core.params import CriticParams, TrainingParams
+from sweetflow.core.tables import read_tasks
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, save_checkpoint
-from sweetflow.params import CriticParams, TrainingParams
 from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.loop import TrainRun, forward_batch_size, launch, live_report
 from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.sequences import context_length, successful_chats, trajectory_pair_data
 from sweetflow.rl.sft import encode_chats, split_by_task, train_sft
-from sweetflow.tables import read_tasks
 
 HOLDOUT_SHARE = 0.1  # of the tasks with pairs: their pairs only measure the critic
 

@@ -17,15 +17,15 @@ import polars as pl
 
 from stages._common import begin, with_checkpoint
 from stages._episodes import episode_sections
-from sweetflow import paths
 from sweetflow.agents.model import served_records
 from sweetflow.agents.replay import ReplayAgent
-from sweetflow.artifacts import checkpoint_path, stage_output
+from sweetflow.core import paths
+from sweetflow.core.artifacts import checkpoint_path, stage_output
+from sweetflow.core.errors import run_stage
+from sweetflow.core.tables import read_tasks
 from sweetflow.domain import get_domain
-from sweetflow.errors import run_stage
 from sweetflow.rl.critic_check import agreement, continuation_tasks, pick_extremes
 from sweetflow.rollout.engine import collect
-from sweetflow.tables import read_tasks
 
 
 def main() -> None:

@@ -17,9 +17,9 @@ import json
 import polars as pl
 
 from stages._common import begin
-from sweetflow import paths
-from sweetflow.artifacts import stage_output
-from sweetflow.errors import run_stage
+from sweetflow.core import paths
+from sweetflow.core.artifacts import stage_output
+from sweetflow.core.errors import run_stage
 from sweetflow.rl.critic_quality import good_vs_bad_accuracy, kind_shares, pair_makeup
 
 

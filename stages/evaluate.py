@@ -14,7 +14,7 @@ import json
 
 from stages._common import begin
 from stages._episodes import episode_stage
-from sweetflow.errors import run_stage
+from sweetflow.core.errors import run_stage
 
 
 def main() -> None:

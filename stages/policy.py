@@ -25,9 +25,10 @@ import polars as pl
 import torch
 
 from stages._common import begin
-from sweetflow import paths
-from sweetflow.artifacts import stage_output, write_json
-from sweetflow.errors import InputError, run_stage
+from sweetflow.core import paths
+from sweetflow.core.artifacts import stage_output, write_json
+from sweetflow.core.errors import InputError, run_stage
+from sweetflow.core.tables import read_tasks
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, save_checkpoint
 from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.loop import TrainRun, forward_batch_size, launch, live_report
@@ -35,7 +36,6 @@ from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.sequences import context_length, step_pair_data, successful_chats, trajectory_pair_data
 from sweetflow.rl.sft import encode_chats, train_sft
-from sweetflow.tables import read_tasks
 
 
 def main() -> None:

@@ -20,13 +20,13 @@ import json
 import polars as pl
 
 from stages._common import begin
-from sweetflow import paths
-from sweetflow.artifacts import stage_output
-from sweetflow.errors import InputError, run_stage
+from sweetflow.core import paths
+from sweetflow.core.artifacts import stage_output
+from sweetflow.core.errors import InputError, run_stage
+from sweetflow.core.tables import read_tasks
 from sweetflow.models.checkpoint import load_checkpoint, pad_id
 from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.sequences import candidate_sequences, context_length
-from sweetflow.tables import read_tasks
 
 
 def main() -> None:

@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sweetflow import paths, reproducibility
-from sweetflow.artifacts import stage_output, write_json
-from sweetflow.errors import run_stage
-from sweetflow.params import DOMAINS, load_params
+from sweetflow.core import paths, reproducibility
+from sweetflow.core.artifacts import stage_output, write_json
+from sweetflow.core.errors import run_stage
+from sweetflow.core.params import DOMAINS, load_params
 from sweetflow.report.markdown import render_markdown, results_data
 from sweetflow.report.plots import plot_curves, plot_methods, write_method_table
 from sweetflow.report.read import find_curves, read_domain

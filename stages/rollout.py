@@ -18,11 +18,11 @@ import json
 
 from stages._common import Stage, begin
 from stages._episodes import episode_sections, episode_stage
-from sweetflow import paths
-from sweetflow.artifacts import stage_output
-from sweetflow.errors import run_stage
+from sweetflow.core import paths
+from sweetflow.core.artifacts import stage_output
+from sweetflow.core.errors import run_stage
+from sweetflow.core.tables import read_tasks
 from sweetflow.rollout.offline import import_rollout
-from sweetflow.tables import read_tasks
 
 
 def import_stage(stage: Stage) -> dict:

@@ -14,9 +14,9 @@ import json
 import polars as pl
 
 from stages._common import begin
-from sweetflow import paths
-from sweetflow.artifacts import stage_output
-from sweetflow.errors import run_stage
+from sweetflow.core import paths
+from sweetflow.core.artifacts import stage_output
+from sweetflow.core.errors import run_stage
 from sweetflow.rl.pairs import step_pairs
 
 

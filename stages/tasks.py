@@ -17,10 +17,10 @@ from __future__ import annotations
 import polars as pl
 
 from stages._common import begin
-from sweetflow import paths
-from sweetflow.artifacts import stage_output
 from sweetflow.backend.tasks import build as backend_tasks
-from sweetflow.errors import run_stage
+from sweetflow.core import paths
+from sweetflow.core.artifacts import stage_output
+from sweetflow.core.errors import run_stage
 from sweetflow.frontend import build as frontend_tasks
 
 BUILDERS = {"backend": backend_tasks.build_tasks, "frontend": frontend_tasks.build_tasks}

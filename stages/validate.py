@@ -12,8 +12,8 @@ import json
 
 from stages._common import begin
 from stages._episodes import checkpoint_evaluation_stage
-from sweetflow import paths
-from sweetflow.errors import run_stage
+from sweetflow.core import paths
+from sweetflow.core.errors import run_stage
 
 
 def main() -> None:

@@ -13,13 +13,13 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from sweetflow.errors import InputError, StageFailed
+from sweetflow.core.errors import InputError, StageFailed
 
 console = Console()
 
 
 def cmd_params(args: argparse.Namespace) -> int:
-    from sweetflow.params import describe_params, load_params
+    from sweetflow.core.params import describe_params, load_params
 
     params = load_params(args.file)
     table = Table("key", "value", "description", title=f"effective parameters ({args.file})")
@@ -81,7 +81,7 @@ def _grow(tree: Tree, node, root: Path) -> None:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from sweetflow.backend.tasks.table import stored_references
-    from sweetflow.params import ScoringRules, load_params
+    from sweetflow.core.params import ScoringRules, load_params
     from sweetflow.scorefile import score_file
 
     if args.metric == "clip" and args.clip_checkpoint is None:
@@ -113,7 +113,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from sweetflow.params import load_params
+    from sweetflow.core.params import load_params
     from sweetflow.report.site import write_view_site
 
     for path in (args.trajectories, args.tasks):
@@ -151,8 +151,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from sweetflow import experiments, tuning
+    from sweetflow.core.params import load_params
     from sweetflow.domain import get_domain
-    from sweetflow.params import load_params
 
     if args.action in ("queue", "run"):
         policies = load_params(args.params).policies

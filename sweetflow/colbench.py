@@ -16,10 +16,10 @@ import polars as pl
 from sweetflow.backend.tasks.colbench import task_from_row, to_official_row
 from sweetflow.backend.tasks.table import TASK_SCHEMA
 from sweetflow.backend.tasks.table import to_frame as tasks_frame
+from sweetflow.core.inputs import ImportRowError, iter_jsonl
+from sweetflow.core.tables import to_frame
 from sweetflow.dialogue import AGENT
-from sweetflow.inputs import ImportRowError, iter_jsonl
 from sweetflow.rollout.offline import ROLES, parse_trajectory
-from sweetflow.tables import to_frame
 
 OFFICIAL_ROLE = {ours: theirs for theirs, ours in ROLES.items()}
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sweetflow.params import DOMAINS
+from sweetflow.core.params import DOMAINS
 
 ROOT = Path(__file__).resolve().parent.parent
 FIRST_PARTY = ("sweetflow", "stages")

@@ -30,9 +30,8 @@ from pathlib import Path
 import polars as pl
 
 from sweetflow.agents.model import open_model_agent
-from sweetflow.dialogue import Agent
-from sweetflow.errors import InputError
-from sweetflow.params import (
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import (
     DOMAINS,
     AgentParams,
     NoAskAgentParams,
@@ -43,6 +42,7 @@ from sweetflow.params import (
     ScriptedAgentParams,
     SimilarityParams,
 )
+from sweetflow.dialogue import Agent
 
 
 @dataclass

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow.params import DOMAINS, Params
+from sweetflow.core.params import DOMAINS, Params
 
 NOT_COMPLETED = "not completed"  # the outcome of an episode that failed or was not scored
 

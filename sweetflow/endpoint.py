@@ -1,7 +1,7 @@
 """A thin client for OpenAI-compatible chat endpoints (vLLM, `transformers serve`, hosted APIs).
 
 The API key is read from the environment variable the params name, at call time, and is never
-stored in an artifact: error texts are redacted (`sweetflow.secrets`). Transient faults (timeouts,
+stored in an artifact: error texts are redacted (`sweetflow.core.secrets`). Transient faults (timeouts,
 429, 5xx, dropped connections) are retried with exponential backoff by the `openai` client itself;
 what still fails raises `EndpointError`.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from sweetflow.artifacts import record_answer
-from sweetflow.params import EndpointParams
-from sweetflow.secrets import redact, remember
+from sweetflow.core.artifacts import record_answer
+from sweetflow.core.params import EndpointParams
+from sweetflow.core.secrets import redact, remember
 
 
 class EndpointError(RuntimeError):
@@ -30,7 +30,7 @@ class Completion:
 
 class ChatClient:
     def __init__(self, params: EndpointParams, record: bool = True):
-        """`record`: note what answered in the stage's manifest (sweetflow.artifacts.record_answer); a
+        """`record`: note what answered in the stage's manifest (sweetflow.core.artifacts.record_answer); a
         server the stage started itself is recorded by the checkpoint it serves instead."""
         import openai  # here, not at the top: its import costs every stage a second, and most never call out
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from sweetflow.errors import InputError
-from sweetflow.inputs import read_yaml
-from sweetflow.params import PARAMS_FILE, Params
+from sweetflow.core.errors import InputError
+from sweetflow.core.inputs import read_yaml
+from sweetflow.core.params import PARAMS_FILE, Params
 
 
 def read_overlay(path: Path | str, base: Path | str = PARAMS_FILE) -> dict[str, object]:

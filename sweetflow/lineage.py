@@ -15,10 +15,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sweetflow import paths
-from sweetflow.artifacts import MANIFEST, content_hash
-from sweetflow.errors import InputError
-from sweetflow.params import ParamsError, load_params, section_of
+from sweetflow.core import paths
+from sweetflow.core.artifacts import MANIFEST, content_hash
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import ParamsError, load_params, section_of
 
 
 @dataclass

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import RenderParams, SandboxParams, ScoringRules, SimilarityParams
 from sweetflow.domain import FileScoring, get_domain
-from sweetflow.errors import InputError
-from sweetflow.params import RenderParams, SandboxParams, ScoringRules, SimilarityParams
 
 
 def check_writable(out: Path) -> None:

@@ -20,8 +20,8 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sweetflow import paths
-from sweetflow.errors import InputError
+from sweetflow.core import paths
+from sweetflow.core.errors import InputError
 
 LEARNING_RATES = (1e-4, 1e-3)
 EPOCHS = (1, 4)

@@ -41,6 +41,6 @@ def _one_thread():
 def _no_endpoint_answers_from_earlier_tests():
     """A stage runs in a process of its own, and its manifest records what every endpoint the process
     asked answered; a test is such a process for what it calls, not for the tests before it."""
-    from sweetflow import artifacts
+    from sweetflow.core import artifacts
 
     artifacts._ANSWERED.clear()

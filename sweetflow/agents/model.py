@@ -9,9 +9,9 @@ from pathlib import Path
 
 from sweetflow.agents.openai import OpenAIAgent
 from sweetflow.agents.server import serve, served_record
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import AgentParams, EndpointParams, ModelAgentParams, OpenAIAgentParams, ServedAgentParams
 from sweetflow.dialogue import Agent
-from sweetflow.errors import InputError
-from sweetflow.params import AgentParams, EndpointParams, ModelAgentParams, OpenAIAgentParams, ServedAgentParams
 
 
 @contextmanager

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
+from sweetflow.core.params import OpenAIAgentParams
 from sweetflow.dialogue import AgentTurn, EpisodeView
 from sweetflow.endpoint import ChatClient, EndpointError
-from sweetflow.params import OpenAIAgentParams
 from sweetflow.views import policy_chat
 
 

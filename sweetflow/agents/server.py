@@ -43,9 +43,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from sweetflow.core.errors import InputError, StageFailed
+from sweetflow.core.params import EndpointParams, ServerParams
 from sweetflow.endpoint import ChatClient, EndpointError
-from sweetflow.errors import InputError, StageFailed
-from sweetflow.params import EndpointParams, ServerParams
 
 HOST = "127.0.0.1"
 HEALTH = "/health"

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import torch
 from transformers import Cache, DynamicLayer
 
+from sweetflow.core.params import TransformersAgentParams
 from sweetflow.dialogue import AgentTurn, ContextOverflow, EpisodeView
 from sweetflow.models.checkpoint import load_checkpoint
-from sweetflow.params import TransformersAgentParams
 from sweetflow.views import policy_chat
 
 

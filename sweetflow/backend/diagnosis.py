@@ -17,8 +17,8 @@ from __future__ import annotations
 import polars as pl
 
 from sweetflow.backend.simulators import ScriptedHuman
+from sweetflow.core.tables import dialogues_by_trajectory
 from sweetflow.dialogue import AGENT, HUMAN, Message, final_answer
-from sweetflow.tables import dialogues_by_trajectory
 
 GOOD_KINDS = ("new_fact", "correct")
 

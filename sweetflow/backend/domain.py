@@ -18,9 +18,9 @@ from sweetflow.backend.scorefile import score_backend_file
 from sweetflow.backend.scoring import score_answers
 from sweetflow.backend.simulators import ScriptedHuman, make_human
 from sweetflow.backend.tasks.colbench import task_from_row, task_id_of
+from sweetflow.core.params import NoAskAgentParams, Params, ScoringRules, ScriptedAgentParams
 from sweetflow.dialogue import Agent
 from sweetflow.domain import Domain, DomainRuntime, FileScoring, Score
-from sweetflow.params import NoAskAgentParams, Params, ScoringRules, ScriptedAgentParams
 
 
 class Backend(Domain):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from sweetflow.backend.sandbox import plaindata
 from sweetflow.backend.sandbox.pool import Job, Sandbox
 from sweetflow.backend.verdict import COMPARISON_ERRORS, passes_test
-from sweetflow.params import ScoringRules
+from sweetflow.core.params import ScoringRules
 
 # Strings for which ColBench's evaluator scores a piece of code 0 without running it (docs/benchmark.md).
 # The sandbox contains such code, so answers are filtered only when ScoringRules.answer_filter says so;

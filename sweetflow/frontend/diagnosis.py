@@ -16,10 +16,10 @@ from collections.abc import Callable
 
 import polars as pl
 
+from sweetflow.core.tables import dialogues_by_trajectory
 from sweetflow.dialogue import AGENT
 from sweetflow.domain import Score
 from sweetflow.frontend.simulators import page_snippet
-from sweetflow.tables import dialogues_by_trajectory
 
 GOOD_KINDS = ("closer",)
 

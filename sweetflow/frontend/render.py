@@ -61,8 +61,8 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 from tqdm import tqdm
 
+from sweetflow.core.params import RenderParams
 from sweetflow.frontend.tailwind import TailwindSubset
-from sweetflow.params import RenderParams
 
 log = logging.getLogger(__name__)
 

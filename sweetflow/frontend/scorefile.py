@@ -10,13 +10,13 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow.errors import InputError
+from sweetflow.core.errors import InputError
+from sweetflow.core.inputs import ImportRowError, iter_jsonl
+from sweetflow.core.params import RenderParams, SimilarityParams
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.scoring import score_pages
 from sweetflow.frontend.similarity import Similarity
 from sweetflow.frontend.simulators import page_snippet
-from sweetflow.inputs import ImportRowError, iter_jsonl
-from sweetflow.params import RenderParams, SimilarityParams
 
 
 def read_frontend_trajectories(path: Path | str) -> tuple[list[str], list[str], list[int]]:

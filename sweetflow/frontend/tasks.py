@@ -15,9 +15,9 @@ from pathlib import Path
 import polars as pl
 from tqdm import tqdm
 
+from sweetflow.core.inputs import Row, content_id, iter_jsonl
 from sweetflow.frontend.page import page_to_json, to_html
 from sweetflow.frontend.pages import generate_page
-from sweetflow.inputs import Row, content_id, iter_jsonl
 
 MAX_DUPLICATE_DRAWS = 1000  # duplicate pages in a row that mean the generator is used up
 

@@ -38,7 +38,7 @@ import re
 
 import jinja2
 
-from sweetflow.errors import InputError
+from sweetflow.core.errors import InputError
 
 GENERATION_BLOCK = re.compile(r"{%-?\s*generation\s*-?%}")
 REASONING_END = "</think>"  # what Qwen3's and DeepSeek-R1's templates cut an agent turn at

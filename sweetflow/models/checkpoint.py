@@ -34,8 +34,8 @@ import torch
 from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from sweetflow.artifacts import NOT_DATA
-from sweetflow.errors import InputError
+from sweetflow.core.artifacts import NOT_DATA
+from sweetflow.core.errors import InputError
 from sweetflow.models.assistant_masks import (
     TemplateError,
     check_template,

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from sweetflow.errors import InputError
+from sweetflow.core.errors import InputError
 
 # The method pairs the report resolves, (A, B): A − B.
 COMPARISONS = (("sweet", "mtdpo"), ("sweet", "rft"), ("sweet", "sweet_no_info"), ("sweet", "zero_shot"))

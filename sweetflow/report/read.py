@@ -12,8 +12,8 @@ from pathlib import Path
 
 import polars as pl
 
+from sweetflow.core.errors import InputError
 from sweetflow.domain_report import DomainReport, get_domain_report
-from sweetflow.errors import InputError
 from sweetflow.report.behaviour import behaviour_rows
 from sweetflow.report.intervals import Interval, method_intervals
 

@@ -8,8 +8,8 @@ import hashlib
 import polars as pl
 from tqdm import tqdm
 
+from sweetflow.core.tables import dialogues_by_trajectory
 from sweetflow.dialogue import Agent, AgentTurn
-from sweetflow.tables import dialogues_by_trajectory
 from sweetflow.views import dialogue_view
 
 CANDIDATE_SCHEMA = pl.Schema(

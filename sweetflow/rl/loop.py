@@ -38,7 +38,7 @@ from accelerate.utils import parse_flag_from_env, send_to_device, set_seed
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
-from sweetflow.params import LoraParams, ParamsError, TrainerParams, TrainingParams
+from sweetflow.core.params import LoraParams, ParamsError, TrainerParams, TrainingParams
 from sweetflow.rl.batching import LengthGroupedBatches, micro_batches
 
 LOG_EVERY = 10  # optimiser steps between two points of the training curve

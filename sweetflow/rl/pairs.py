@@ -41,7 +41,7 @@ GAP_TOLERANCE = 1e-9
 def _usable(trajectories: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     missing = sorted(set(columns + ["failure"]) - set(trajectories.columns))
     if missing:
-        raise ValueError(f"trajectories lack column(s) {missing} (see sweetflow.tables.TRAJECTORY_SCHEMA)")
+        raise ValueError(f"trajectories lack column(s) {missing} (see sweetflow.core.tables.TRAJECTORY_SCHEMA)")
     return trajectories.filter(pl.col("failure").is_null()).select(columns)
 
 

@@ -23,8 +23,8 @@ from typing import Literal
 import polars as pl
 from tqdm import tqdm
 
+from sweetflow.core.tables import dialogues_by_trajectory, trajectory_key
 from sweetflow.models.assistant_masks import assistant_masks
-from sweetflow.tables import dialogues_by_trajectory, trajectory_key
 from sweetflow.views import chat_for, dialogue_view
 
 NOT_SCORED = -1  # segment id of every token that is not part of a scored response

@@ -19,12 +19,12 @@ from pathlib import Path
 import polars as pl
 from tqdm import tqdm
 
+from sweetflow.core.errors import StageFailed
+from sweetflow.core.params import EpisodeParams, Params
+from sweetflow.core.secrets import redact
+from sweetflow.core.tables import OUTPUT_CHARS, to_frame
 from sweetflow.dialogue import AGENT, HUMAN, Agent, AgentTurn, ContextOverflow, EpisodeView, Message, final_answer
 from sweetflow.domain import DomainRuntime, Score, get_domain
-from sweetflow.errors import StageFailed
-from sweetflow.params import EpisodeParams, Params
-from sweetflow.secrets import redact
-from sweetflow.tables import OUTPUT_CHARS, to_frame
 
 
 def episode_seed(seed: int, task_id: str, sample: int) -> int:

@@ -1,5 +1,5 @@
 """Trajectories made elsewhere as offline data (`rollout.source: import`): lines in ColBench's
-official shape, read into the table every learning stage reads (`sweetflow.tables.TRAJECTORY_SCHEMA`).
+official shape, read into the table every learning stage reads (`sweetflow.core.tables.TRAJECTORY_SCHEMA`).
 
 A line is `{"task": <ColBench task>, "dialogue_history": [...], "answer": str, "reward": float | null}`;
 the dialogue starts with the agent (`assistant`: `content`, and the model's `input` and `output` when
@@ -21,13 +21,13 @@ import polars as pl
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from sweetflow.core.errors import InputError
+from sweetflow.core.inputs import ImportRowError, iter_jsonl
+from sweetflow.core.params import Params
+from sweetflow.core.tables import OUTPUT_CHARS, TURN, to_frame
 from sweetflow.dialogue import AGENT, HUMAN, final_answer
 from sweetflow.domain import DomainRuntime, get_domain
-from sweetflow.errors import InputError
-from sweetflow.inputs import ImportRowError, iter_jsonl
-from sweetflow.params import Params
 from sweetflow.rollout.metrics import COUNTS, summarize_episodes
-from sweetflow.tables import OUTPUT_CHARS, TURN, to_frame
 
 ROLES = {"assistant": AGENT, "user": HUMAN}
 BATCH = 256  # lines scored and written together: the sandbox's batch, and the bound on what is held

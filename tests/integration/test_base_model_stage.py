@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from stages import base_model
-from sweetflow.artifacts import content_hash, read_manifest
-from sweetflow.errors import InputError
+from sweetflow.core.artifacts import content_hash, read_manifest
+from sweetflow.core.errors import InputError
 from tests.support.corpus import TINY, write_inputs
 from tests.support.project import tool_env
 
@@ -40,7 +40,7 @@ def test_checkpoint_loads_and_generates_offline(checkpoint, tmp_path):
         "import sys\n"
         "from sweetflow.dialogue import EpisodeView\n"
         "from sweetflow.agents.transformers import TransformersAgent\n"
-        "from sweetflow.params import TransformersAgentParams\n"
+        "from sweetflow.core.params import TransformersAgentParams\n"
         "agent = TransformersAgent(TransformersAgentParams(backend='transformers', checkpoint=sys.argv[1], batch_size=4, threads=1, temperature=1.0, top_p=1.0, max_new_tokens=5, reuse_prefix=False, dtype='auto'))\n"  # noqa: E501
         "[turn] = agent.act([EpisodeView('t', 'Write a function.', [], seed=0, max_turns=10)])\n"
         "print(turn.n_tokens >= 1)\n"

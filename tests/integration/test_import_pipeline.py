@@ -8,8 +8,8 @@ import json
 
 import polars as pl
 
-from sweetflow.artifacts import read_manifest
 from sweetflow.backend.tasks.colbench import read_backend_jsonl
+from sweetflow.core.artifacts import read_manifest
 from sweetflow.dag import load_stages, snakemake_inputs
 from tests.support.chat_templates import stock_checkpoint
 from tests.support.offline import official_line

@@ -12,17 +12,17 @@ import polars as pl
 import pytest
 
 from sweetflow.agents.openai import OpenAIAgent
-from sweetflow.artifacts import read_manifest
 from sweetflow.backend.domain import sandbox_runtime
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references
 from sweetflow.backend.simulators import OpenAIHuman
 from sweetflow.backend.tasks.procedural import generate_tasks
+from sweetflow.core.artifacts import read_manifest
+from sweetflow.core.params import EndpointParams
+from sweetflow.core.tables import to_frame
 from sweetflow.dialogue import AGENT, HUMAN
 from sweetflow.endpoint import ChatClient
-from sweetflow.params import EndpointParams
 from sweetflow.rollout.engine import Checkpoint, run_episodes
-from sweetflow.tables import to_frame
 from tests.support.fault_proxy import FaultProxy
 from tests.support.params import endpoint_params, episode_params, openai_agent, sandbox_params
 from tests.support.project import make_project, run

@@ -13,8 +13,8 @@ import pytest
 import torch
 import yaml
 
-from sweetflow.artifacts import content_hash, read_manifest, read_run_record
 from sweetflow.cli import main
+from sweetflow.core.artifacts import content_hash, read_manifest, read_run_record
 from sweetflow.dag import StageSpec, load_stages, rule_name
 from tests.support.browser import chromium_page
 from tests.support.project import ROOT, SMALL_PARAMS, make_project, run

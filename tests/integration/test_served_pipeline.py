@@ -13,7 +13,7 @@ import psutil
 import pytest
 import yaml
 
-from sweetflow.artifacts import content_hash, read_manifest
+from sweetflow.core.artifacts import content_hash, read_manifest
 from tests.support.chat_templates import stock_checkpoint
 from tests.support.params import project_params
 from tests.support.project import SMALL_PARAMS, make_project, merge, run

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sweetflow.artifacts import content_hash
+from sweetflow.core.artifacts import content_hash
 from sweetflow.dag import StageSpec, load_stages, rule_name
 from tests.integration.test_pipeline import CHECKPOINT_FILES, DATA_OUTS, METRICS, upstream
 from tests.support.project import ROOT, SMALL_PARAMS, make_project, run, tool_env

@@ -14,10 +14,10 @@ import polars as pl
 import pytest
 import yaml
 
-from sweetflow.artifacts import read_manifest
+from sweetflow.core.artifacts import read_manifest
+from sweetflow.core.tables import dialogues_by_trajectory
 from sweetflow.models.checkpoint import load_checkpoint
 from sweetflow.rl.sequences import segmented
-from sweetflow.tables import dialogues_by_trajectory
 from sweetflow.views import chat_for, dialogue_view
 from tests.support.chat_templates import stock_checkpoint
 from tests.support.project import SMALL_PARAMS, make_project, merge, run

@@ -18,8 +18,8 @@ from sweetflow.backend.simulators import ScriptedHuman
 from sweetflow.backend.tasks.procedural import generate_tasks
 from sweetflow.backend.tasks.table import CHECKED_SCHEMA
 from sweetflow.backend.tasks.table import to_frame as tasks_frame
+from sweetflow.core.tables import to_frame as trajectories_frame
 from sweetflow.rollout.engine import Checkpoint, run_episodes
-from sweetflow.tables import to_frame as trajectories_frame
 from tests.support.params import episode_params, sandbox_params
 from tests.support.project import ROOT, merge, run
 

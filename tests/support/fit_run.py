@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
+from sweetflow.core.params import TrainerParams, TrainingParams
 from sweetflow.models.checkpoint import load_checkpoint, pad_id
-from sweetflow.params import TrainerParams, TrainingParams
 from sweetflow.rl.loop import TrainRun, launch
 from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.preference import ScoredPairs, train_preference

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import pytest
 
 from sweetflow.agents.server import serve
-from sweetflow.params import ServerParams
+from sweetflow.core.params import ServerParams
 from tests.support.params import project_params
 
 # A few lines in the register of the tasks: enough for a byte-level BPE to learn some merges.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from sweetflow.params import Params, load_params
+from sweetflow.core.params import Params, load_params
 from tests.support.project import ROOT
 
 
@@ -27,7 +27,7 @@ def episode_params(**overrides):
 
 def endpoint_params(**values):
     """An endpoint section: the values a test gives, the retry and timeout knobs of a quick test."""
-    from sweetflow.params import EndpointParams
+    from sweetflow.core.params import EndpointParams
 
     return EndpointParams(
         **{
@@ -59,7 +59,7 @@ def transformers_agent(checkpoint, **overrides):
 
 
 def openai_agent(endpoint, **overrides):
-    from sweetflow.params import OpenAIAgentParams
+    from sweetflow.core.params import OpenAIAgentParams
 
     return OpenAIAgentParams(
         **{

@@ -12,7 +12,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "tests" / "data" / "colbench-sample"  # real ColBench rows; see its README
-# Besides the code: the directories that files named in params must lie in (sweetflow.params.InputDir).
+# Besides the code: the directories that files named in params must lie in (sweetflow.core.params.InputDir).
 PROJECT_FILES = (
     "dvc.yaml",
     "params.yaml",

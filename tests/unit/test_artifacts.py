@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweetflow.artifacts import MANIFEST, code_version, content_hash, read_manifest, read_run_record, stage_output
+from sweetflow.core.artifacts import MANIFEST, code_version, content_hash, read_manifest, read_run_record, stage_output
 from tests.support.params import project_params
 
 

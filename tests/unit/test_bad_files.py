@@ -13,9 +13,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sweetflow.errors import InputError
+from sweetflow.core.errors import InputError
+from sweetflow.core.tables import read_parquet
 from sweetflow.models.checkpoint import load_checkpoint
-from sweetflow.tables import read_parquet
 from tests.support.llm_server import build_tiny_checkpoint
 from tests.support.project import make_project, tool_env
 
@@ -88,7 +88,7 @@ def test_a_corrupt_safetensors_file_is_one_line_naming_it(checkpoint, tmp_path, 
         load_checkpoint(broken)
     # As a stage shows it: run_stage's one line on stderr.
     script = (
-        f"from sweetflow.errors import run_stage\nfrom sweetflow.models.checkpoint import load_checkpoint\n"
+        f"from sweetflow.core.errors import run_stage\nfrom sweetflow.models.checkpoint import load_checkpoint\n"
         f"run_stage(lambda: load_checkpoint({str(broken)!r}))\n"
     )
     result = subprocess.run([sys.executable, "-c", script], env=tool_env(), capture_output=True, text=True, timeout=120)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from sweetflow.cli import main
 from sweetflow.colbench import import_official
-from sweetflow.inputs import ImportRowError
+from sweetflow.core.inputs import ImportRowError
 
 ROW = {
     "task": {"problem_description": "p", "ground_truth": "def f(x):\n    return x", "test_cases": {"test1": "f(1)"}},

@@ -14,8 +14,8 @@ from typing import Annotated, Union, get_args, get_origin
 import pytest
 from pydantic import BaseModel
 
+from sweetflow.core.params import InputDir, Params, ParamsError, load_params
 from sweetflow.dag import code_closure, load_stages, snakemake_inputs, stage_resources, uncovered_code
-from sweetflow.params import InputDir, Params, ParamsError, load_params
 from tests.support.project import ROOT
 
 STAGES = load_stages(ROOT)

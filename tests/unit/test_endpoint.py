@@ -11,8 +11,8 @@ import time
 import pytest
 import yaml
 
+from sweetflow.core.params import EndpointParams
 from sweetflow.endpoint import ChatClient, EndpointError
-from sweetflow.params import EndpointParams
 from tests.support.params import endpoint_params
 from tests.support.project import ROOT
 

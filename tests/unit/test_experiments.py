@@ -15,9 +15,9 @@ from dvc.utils.hydra import apply_overrides
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweetflow.errors import InputError
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import Params
 from sweetflow.experiments import read_overlay, run_command, set_arguments
-from sweetflow.params import Params
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = ROOT / "params.yaml"

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from sweetflow.backend.tasks.colbench import task_from_row as backend_task
 from sweetflow.cli import main
-from sweetflow.errors import InputError
+from sweetflow.core.errors import InputError
+from sweetflow.core.inputs import ImportRowError, Row, content_id, iter_jsonl, read_yaml
 from sweetflow.frontend.tasks import task_from_row as frontend_task
-from sweetflow.inputs import ImportRowError, Row, content_id, iter_jsonl, read_yaml
 
 
 @given(st.lists(st.dictionaries(st.text(max_size=3), st.integers(), max_size=2), min_size=1, max_size=5), st.data())

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sweetflow.artifacts import MANIFEST, content_hash
 from sweetflow.cli import main
+from sweetflow.core.artifacts import MANIFEST, content_hash
 from tests.support.project import ROOT
 
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from sweetflow.cli import main
-from sweetflow.errors import InputError
-from sweetflow.params import MAX_PROBLEMS, Params, ParamsError, ScoringRules, describe_params, load_params
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import MAX_PROBLEMS, Params, ParamsError, ScoringRules, describe_params, load_params
 from tests.support.params import params_with
 from tests.support.project import ROOT, merge
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from sweetflow.cli import main
-from sweetflow.params import Params, ParamsError, load_params
+from sweetflow.core.params import Params, ParamsError, load_params
 from sweetflow.rl.loop import BatchLayout, batch_layout
 from tests.support.project import ROOT, merge
 

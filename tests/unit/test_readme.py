@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
+from sweetflow.core.params import load_params
 from sweetflow.dag import load_stages
-from sweetflow.params import load_params
 from tests.support.project import ROOT
 
 README = (ROOT / "README.md").read_text()

@@ -1,4 +1,4 @@
-"""sweetflow.reproducibility in fresh processes (torch and MKL choose their kernels once per process)."""
+"""sweetflow.core.reproducibility in fresh processes (torch and MKL choose their kernels once per process)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from sweetflow.params import ParamsError, load_params
+from sweetflow.core.params import ParamsError, load_params
 from tests.support.project import ROOT, merge, tool_env
 
 AVX512 = torch.backends.cpu.get_cpu_capability() == "AVX512"
@@ -22,7 +22,7 @@ def in_fresh_process(code: str) -> subprocess.CompletedProcess:
 
 PIN_AFTER_IMPORT = """
 import json, torch
-from sweetflow import reproducibility
+from sweetflow.core import reproducibility
 {before}
 reproducibility.pin({mode!r})
 x = torch.randn(64, 64)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from sweetflow.secrets import MASK, redact, remember
+from sweetflow.core.secrets import MASK, redact, remember
 
 
 def test_a_remembered_value_is_masked_wherever_it_appears():

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sweetflow.backend.tasks.procedural import generate_tasks
-from sweetflow.errors import InputError
-from sweetflow.tables import split_off_validation
+from sweetflow.core.errors import InputError
+from sweetflow.core.tables import split_off_validation
 
 
 @given(st.integers(0, 30), st.integers(0, 29))

@@ -39,8 +39,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from sweetflow.errors import StageFailed
-from sweetflow.params import SandboxParams
+from sweetflow.core.errors import StageFailed
+from sweetflow.core.params import SandboxParams
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import FLAGS, check_references
 from sweetflow.backend.tasks import colbench, llm, procedural
 from sweetflow.backend.tasks.table import CHECKED_SCHEMA, to_frame
-from sweetflow.errors import StageFailed
-from sweetflow.params import Params, TasksParams
-from sweetflow.tables import TaskSet, flag_counts, split_off_validation
+from sweetflow.core.errors import StageFailed
+from sweetflow.core.params import Params, TasksParams
+from sweetflow.core.tables import TaskSet, flag_counts, split_off_validation
 
 
 def build_tasks(params: Params) -> TaskSet:

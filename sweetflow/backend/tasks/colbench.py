@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from sweetflow.inputs import Row, content_id, iter_jsonl
+from sweetflow.core.inputs import Row, content_id, iter_jsonl
 
 # The start of a signature, `def name(`; `signature_of` finds where it ends without a regex, for a
 # regex over the whole signature (`def\s+\w+\s*\(.*?\)\s*:?\s*$`) retries every `def` against the

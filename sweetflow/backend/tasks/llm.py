@@ -21,10 +21,10 @@ from tqdm import tqdm
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references
 from sweetflow.backend.tasks.colbench import task_from_row
+from sweetflow.core.errors import InputError
+from sweetflow.core.inputs import ImportRowError
+from sweetflow.core.params import LlmTasksParams
 from sweetflow.endpoint import ChatClient, EndpointError
-from sweetflow.errors import InputError
-from sweetflow.inputs import ImportRowError
-from sweetflow.params import LlmTasksParams
 
 N_TESTS = 10
 MAX_LINES = 50

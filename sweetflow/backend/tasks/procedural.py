@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from sweetflow.backend.tasks.families import FAMILIES, FAMILIES_BY_NAME
 from sweetflow.backend.tasks.family import Family
-from sweetflow.inputs import content_id
+from sweetflow.core.inputs import content_id
 
 N_TESTS = 10
 MAX_INPUT_DRAWS = 120  # random inputs tried when choosing one set of tests

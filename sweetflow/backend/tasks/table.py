@@ -6,11 +6,11 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow.artifacts import read_manifest
 from sweetflow.backend.scoring import ReferenceCheck
-from sweetflow.errors import InputError
-from sweetflow.params import SandboxParams, ScoringRules
-from sweetflow.tables import read_parquet
+from sweetflow.core.artifacts import read_manifest
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import SandboxParams, ScoringRules
+from sweetflow.core.tables import read_parquet
 
 FACT = pl.Struct(
     {"parameter": pl.String, "topic": pl.String, "fact": pl.String, "value": pl.String, "guess": pl.String}

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from sweetflow.agents.model import open_model_agent, served_records
 from sweetflow.agents.server import ServerError, fill, serve, served_record
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import ParamsError, ServedAgentParams, ServerParams, load_params
 from sweetflow.dialogue import AgentTurn, EpisodeView, Message
-from sweetflow.errors import InputError
-from sweetflow.params import ParamsError, ServedAgentParams, ServerParams, load_params
 from tests.support.llm_server import cpu_server
 from tests.support.params import project_params
 from tests.support.project import ROOT, merge
@@ -179,7 +179,7 @@ def test_a_stage_killed_outright_takes_its_server_along(checkpoint_dir, tmp_path
     script.write_text(
         textwrap.dedent(f"""
         from sweetflow.agents.server import serve
-        from sweetflow.params import ServerParams
+        from sweetflow.core.params import ServerParams
         params = ServerParams(command={command!r}, model="m", startup_timeout_s=600, threads=1)
         with serve(params, {str(checkpoint_dir)!r}):
             pass

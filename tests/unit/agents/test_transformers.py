@@ -17,9 +17,9 @@ from sweetflow.agents.openai import OpenAIAgent
 from sweetflow.agents.transformers import Prefix, TransformersAgent, choose, sample, turn_seed
 from sweetflow.backend.domain import sandbox_runtime
 from sweetflow.backend.simulators import ScriptedHuman
+from sweetflow.core.tables import to_frame
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, ContextOverflow, EpisodeView, Message
 from sweetflow.rollout.engine import Checkpoint, run_episodes
-from sweetflow.tables import to_frame
 from sweetflow.views import policy_chat
 from tests.support.llm_server import serve_checkpoint
 from tests.support.params import endpoint_params, episode_params, openai_agent, transformers_agent

@@ -23,7 +23,7 @@ from sweetflow.backend.scoring import (
 )
 from sweetflow.backend.tasks.procedural import generate_tasks
 from sweetflow.cli import main
-from sweetflow.params import ScoringRules
+from sweetflow.core.params import ScoringRules
 from sweetflow.scorefile import score_file
 from tests.support.params import project_params, sandbox_params
 from tests.support.project import SAMPLE

@@ -11,14 +11,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sweetflow.artifacts import stage_output
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references
 from sweetflow.backend.tasks.colbench import read_backend_jsonl, task_from_row
 from sweetflow.backend.tasks.table import CHECKED_SCHEMA, stored_references, to_frame
 from sweetflow.cli import main
-from sweetflow.errors import InputError
-from sweetflow.params import ScoringRules
+from sweetflow.core.artifacts import stage_output
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import ScoringRules
 from sweetflow.scorefile import score_file
 from tests.support.params import project_params, sandbox_params
 from tests.support.project import SAMPLE

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sweetflow.core.tables import TRAJECTORY_SCHEMA, to_frame
 from sweetflow.frontend.design import design_from, layout_similarity, page_sections, page_words, text_similarity
 from sweetflow.frontend.design_check import ADVERSARIES, check
 from sweetflow.frontend.domain import DOMAIN
 from sweetflow.frontend.tasks import generate_frontend_tasks
-from sweetflow.tables import TRAJECTORY_SCHEMA, to_frame
 from tests.support.project import ROOT
 
 words = st.lists(st.sampled_from(["home", "about", "bakery", "fresh", "bread", "contact", "2024"]), max_size=12)

@@ -7,6 +7,7 @@ import json
 import polars as pl
 import pytest
 
+from sweetflow.core.inputs import ImportRowError
 from sweetflow.frontend.page import page_from_json, to_html
 from sweetflow.frontend.tasks import (
     FRONTEND_TASK_SCHEMA,
@@ -16,7 +17,6 @@ from sweetflow.frontend.tasks import (
     to_frame,
     write_frontend_jsonl,
 )
-from sweetflow.inputs import ImportRowError
 from tests.support.project import SAMPLE
 
 FRONTEND_SAMPLE = SAMPLE / "frontend_test_first30.jsonl"

@@ -14,10 +14,10 @@ from hypothesis.extra.numpy import arrays
 from PIL import Image
 from pydantic import ValidationError
 
-from sweetflow.errors import InputError
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import RenderParams, SimilarityParams
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.similarity import ClipEmbedder, Similarity, pixel_similarity, win_rate
-from sweetflow.params import RenderParams, SimilarityParams
 from tests.support.browser import frontend_rows
 from tests.support.params import render_params, similarity_params
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sweetflow.errors import InputError
+from sweetflow.core.errors import InputError
 from sweetflow.models.assistant_masks import (
     PROBE_CHAT,
     TemplateError,

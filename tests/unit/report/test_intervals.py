@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweetflow.errors import InputError
+from sweetflow.core.errors import InputError
 from sweetflow.report.intervals import method_intervals, paired_bootstrap, task_means
 
 

@@ -13,9 +13,9 @@ import matplotlib.image
 import polars as pl
 import pytest
 
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import DOMAINS
 from sweetflow.domain_report import get_domain_report
-from sweetflow.errors import InputError
-from sweetflow.params import DOMAINS
 from sweetflow.report.plots import plot_curves, plot_methods
 from sweetflow.report.read import (
     critic_length_bias,

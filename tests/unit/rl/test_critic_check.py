@@ -12,10 +12,10 @@ from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references
 from sweetflow.backend.simulators import ScriptedHuman
 from sweetflow.backend.tasks.procedural import generate_tasks
+from sweetflow.core.tables import to_frame
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, EpisodeView, Message
 from sweetflow.rl.critic_check import agreement, continuation_tasks, pick_extremes
 from sweetflow.rollout.engine import Checkpoint, run_episodes
-from sweetflow.tables import to_frame
 from tests.support.params import episode_params, sandbox_params
 
 

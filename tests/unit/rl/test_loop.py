@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweetflow.params import ParamsError, TrainerParams
+from sweetflow.core.params import ParamsError, TrainerParams
 from sweetflow.rl.batching import LengthGroupedBatches, micro_batches
 from sweetflow.rl.loop import BatchLayout, Objective, StepResult, TrainRun, batch_layout, fit, launch_processes
 from tests.support.params import training_params

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sweetflow.core.tables import TRAJECTORY_SCHEMA
 from sweetflow.rl.pairs import sample_turn_states, step_pairs, trajectory_pairs, turn_states
-from sweetflow.tables import TRAJECTORY_SCHEMA
 
 
 def traj(

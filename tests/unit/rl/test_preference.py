@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from sweetflow.params import TrainerParams
+from sweetflow.core.params import TrainerParams
 from sweetflow.rl.batching import collate_segmented, collate_shared_prefix
 from sweetflow.rl.logprobs import predicting, reference_segment_logps, segment_logp_sums, segment_logps, token_logprobs
 from sweetflow.rl.loop import TrainRun

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from sweetflow.agents.transformers import TransformersAgent
+from sweetflow.core.tables import to_frame
 from sweetflow.dialogue import AGENT
 from sweetflow.models.checkpoint import load_checkpoint
 from sweetflow.rl.candidates import generate_candidates
@@ -21,7 +22,6 @@ from sweetflow.rl.sequences import (
     successful_chats,
     trajectory_pair_data,
 )
-from sweetflow.tables import to_frame
 from sweetflow.views import chat_for, dialogue_view
 from tests.support.params import transformers_agent
 

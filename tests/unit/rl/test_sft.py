@@ -12,8 +12,8 @@ from accelerate.commands.config.config_args import load_config_from_file
 from accelerate.state import AcceleratorState
 from transformers import LlamaForCausalLM
 
+from sweetflow.core.params import LoraParams, ModelParams
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
-from sweetflow.params import LoraParams, ModelParams
 from sweetflow.rl.loop import TrainRun
 from sweetflow.rl.sft import demo_chats, encode_chats, train_sft
 from tests.support.params import model_params, training_params

@@ -18,9 +18,9 @@ from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references
 from sweetflow.backend.simulators import ScriptedHuman
 from sweetflow.backend.tasks.procedural import generate_tasks
+from sweetflow.core.tables import to_frame
 from sweetflow.dialogue import AGENT, HUMAN, AgentTurn, ContextOverflow
 from sweetflow.rollout.engine import Checkpoint, TooManyFailures, collect, run_episodes
-from sweetflow.tables import to_frame
 from tests.support.params import episode_params, params_with, sandbox_params
 from tests.support.project import make_project, run, tool_env
 

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sweetflow.artifacts import content_hash, stage_output
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references
 from sweetflow.backend.tasks.colbench import read_backend_jsonl, to_official_row
@@ -20,11 +19,12 @@ from sweetflow.backend.tasks.procedural import generate_tasks
 from sweetflow.backend.tasks.table import CHECKED_SCHEMA
 from sweetflow.backend.tasks.table import to_frame as tasks_frame
 from sweetflow.colbench import export_official
+from sweetflow.core.artifacts import content_hash, stage_output
+from sweetflow.core.errors import InputError
+from sweetflow.core.inputs import ImportRowError
+from sweetflow.core.tables import TRAJECTORY_SCHEMA, TURN, to_frame
 from sweetflow.dialogue import AGENT, HUMAN
-from sweetflow.errors import InputError
-from sweetflow.inputs import ImportRowError
 from sweetflow.rollout.offline import import_rollout
-from sweetflow.tables import TRAJECTORY_SCHEMA, TURN, to_frame
 from tests.support.offline import official_line as line
 from tests.support.params import params_with, sandbox_params
 from tests.support.project import SAMPLE

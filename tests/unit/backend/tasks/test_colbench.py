@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sweetflow.backend.tasks.colbench import read_backend_jsonl, signature_of, to_official_row, write_backend_jsonl
-from sweetflow.inputs import ImportRowError
+from sweetflow.core.inputs import ImportRowError
 from tests.support.project import SAMPLE
 
 ROW = {

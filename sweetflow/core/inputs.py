@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 import yaml
 
-from sweetflow.errors import InputError
+from sweetflow.core.errors import InputError
 
 
 class ImportRowError(InputError):

@@ -16,8 +16,8 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sweetflow.errors import InputError
-from sweetflow.inputs import read_yaml
+from sweetflow.core.errors import InputError
+from sweetflow.core.inputs import read_yaml
 
 PARAMS_FILE = Path("params.yaml")
 Domain = Literal["backend", "frontend"]

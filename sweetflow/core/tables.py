@@ -14,8 +14,8 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow import paths
-from sweetflow.errors import InputError
+from sweetflow.core import paths
+from sweetflow.core.errors import InputError
 
 TURN = pl.Struct(
     {

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from sweetflow.secrets import redact
+from sweetflow.core.secrets import redact
 
 
 class InputError(ValueError):

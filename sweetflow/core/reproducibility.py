@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from sweetflow.errors import InputError
+from sweetflow.core.errors import InputError
 
 Mode = Literal["native", "portable"]
 PORTABLE_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE"}

@@ -37,8 +37,8 @@ from pathlib import Path
 import psutil
 from pydantic import BaseModel
 
-from sweetflow import paths, reproducibility
-from sweetflow.errors import disk_full, disk_full_error
+from sweetflow.core import paths, reproducibility
+from sweetflow.core.errors import disk_full, disk_full_error
 
 MANIFEST = "manifest.json"
 # Files in an output directory that are bookkeeping, not data: our manifest (it records the data's
