@@ -1,8 +1,10 @@
 """What every stage does first: read its arguments (the domain and, for a stage of a `matrix` or
-`foreach` item, the item's name), load params.yaml, and name itself as dvc.yaml names it.
+`foreach` item, the item's name), load params.yaml, and read its own definition in dvc.yaml: its name,
+the params sections it declares (what its manifest records) and where its output and metrics go.
 
     stage = begin("critic", __doc__, item="critics")     # python -m stages.critic DOMAIN NAME
     p = stage.params.critics[stage.item]
+    with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed, stage.metrics) as out: ...
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import sys
 from dataclasses import dataclass
 
 from sweetflow.core import paths, reproducibility
+from sweetflow.core.definition import Definition, definition
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import DOMAINS, AgentParams, Params, load_params
+from sweetflow.core.params import DOMAINS, AgentParams, Params, load_params, section_of
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,20 @@ class Stage:
     domain: str | None
     item: str | None  # the name of its critic, policy or agent, for the stages that have one
     params: Params
+    definition: Definition  # its entry in dvc.yaml
+
+    @property
+    def sections(self) -> dict[str, object]:
+        """Each params section the stage declares in dvc.yaml, by its key, with its value."""
+        return {key: section_of(self.params, key) for key in self.definition.params}
+
+    @property
+    def out(self) -> str:
+        return self.definition.out
+
+    @property
+    def metrics(self) -> str | None:
+        return self.definition.metrics
 
     @property
     def name(self) -> str:
@@ -50,7 +67,8 @@ def begin(kind: str, doc: str | None, item: str | None = None, domain: bool = Tr
     name = getattr(args, "item", None)
     if item and name not in getattr(params, item):
         raise InputError(f"params.yaml: {item}: no entry named {name!r}; defined: {sorted(getattr(params, item))}")
-    return Stage(kind, getattr(args, "domain", None), name, params)
+    domain_name = getattr(args, "domain", None)
+    return Stage(kind, domain_name, name, params, definition(kind, domain_name, name, params.model_dump(mode="json")))
 
 
 # glibc's mallopt parameters (malloc.h).

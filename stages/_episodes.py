@@ -19,17 +19,6 @@ from sweetflow.rollout.engine import collect
 from sweetflow.rollout.metrics import over_seeds, summarize_episodes
 
 
-def episode_sections(params: Params, domain: str) -> dict:
-    """The params sections every episode stage of `domain` reads (its dvc.yaml `params` list)."""
-    d = params.domain(domain)
-    return {
-        f"{domain}.simulator": d.simulator,
-        f"{domain}.scoring": d.scoring,
-        f"{domain}.tasks.source": d.tasks.source,  # resolves the scoring options' 'auto'
-        "episodes": params.episodes,
-    }
-
-
 def episode_stage(stage: Stage, section: str, split: str) -> dict:
     """The body of every stage that runs an agent's episodes, once, on the `split` tasks of its
     domain, with `samples_per_task` and `seed` from params section `section`:
@@ -39,23 +28,13 @@ def episode_stage(stage: Stage, section: str, split: str) -> dict:
     agent's server runs for the length of the episodes, and the manifest records what it served."""
     params, domain = stage.params, stage.domain
     p = getattr(params, section)
-    if stage.item:  # `evaluate` holds more than this stage reads: its episodes per task and seed
-        name, out_dir, metrics = (
-            stage.item,
-            paths.evaluation(domain, stage.item),
-            paths.method_metrics(domain, stage.item),
-        )
-        read = {f"{section}.samples_per_task": p.samples_per_task, f"{section}.seed": p.seed}
-    else:
-        name, out_dir, metrics = p.agent, paths.episodes(domain, section), paths.stage_metrics(domain, section)
-        read = {section: p}
+    name = stage.item or p.agent  # `evaluate@<domain>-<agent>`'s agent, or the one the section names
     agent = with_checkpoint(params.agents[name], domain)
-    sections = {**read, f"agents.{name}": params.agents[name], **episode_sections(params, domain)}
     tasks = paths.task_table(domain, split)
     inputs = [tasks] + ([agent.checkpoint] if agent.checkpoint else [])
-    checkpoint = checkpoint_path(stage.name, sections, inputs)
+    checkpoint = checkpoint_path(stage.name, stage.sections, inputs)
     task_rows = read_tasks(domain, split)[: getattr(p, "max_tasks", None)]
-    with stage_output(out_dir, stage.name, sections, inputs, p.seed, metrics) as out:
+    with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed, stage.metrics) as out:
         with get_domain(domain).open_agent(agent) as model:
             frame = collect(task_rows, model, params, domain, p.samples_per_task, p.seed, checkpoint, stage.name)
         frame.write_parquet(out.dir / "trajectories.parquet")
@@ -77,12 +56,12 @@ def checkpoint_for_seed(directory: Path | str, seed: int) -> Path:
     raise InputError(f"{directory}: neither a checkpoint nor a directory with a checkpoint {per_seed.name}/")
 
 
-def checkpoint_evaluation_stage(stage: Stage, method: str, directory: str, split: str = "test") -> dict:
+def checkpoint_evaluation_stage(stage: Stage, directory: str, split: str = "test") -> dict:
     """Stages `evaluate_base@<domain>` (method `zero_shot`, the base model),
     `evaluate_policy@<domain>-<name>` and, on the validation tasks, `validate@<domain>-<name>`: the
     checkpoint(s) in `directory` on the `split` tasks, once per seed of `seeds` (episode seed =
-    evaluate.seed + seed), generating as `evaluate.policy` says. Writes
-    `data/<domain>/evaluations/<method>/` (test) or `data/<domain>/validation/<method>/` (val), one
+    evaluate.seed + seed), generating as `evaluate.policy` says. Writes the stage's output
+    (`data/<domain>/evaluations/<method>/` or `data/<domain>/validation/<method>/`), one
     `trajectories-seed<k>.parquet` per seed, and the method's metrics (`over_seeds`). Seeds run
     `evaluate.processes` at a time (0: all at once); each resumes on its own. With `served`, each seed
     starts a server for its own checkpoint, and the manifest records what each served (`served.seed<k>`)."""
@@ -94,27 +73,15 @@ def checkpoint_evaluation_stage(stage: Stage, method: str, directory: str, split
             f"none of the checkpoints {stage.name} evaluates ({directory}); use 'served' (a server started for each "
             "checkpoint) or 'transformers'"
         )
-    sections = {
-        "evaluate.policy": p.policy,
-        "evaluate.samples_per_task": p.samples_per_task,
-        "evaluate.seed": p.seed,
-        "evaluate.processes": p.processes,
-        "seeds": params.seeds,
-        **episode_sections(params, domain),
-    }
     tasks = paths.task_table(domain, split)
     checkpoints = {seed: checkpoint_for_seed(directory, seed) for seed in params.seeds}
     inputs = [tasks, *dict.fromkeys(checkpoints.values())]
     task_rows = read_tasks(domain, split)
-    if split == "test":
-        out_dir, metrics = paths.evaluation(domain, method), paths.method_metrics(domain, method)
-    else:
-        out_dir, metrics = paths.validation(domain, method), paths.validation_metrics(domain, method)
     progress = {
-        seed: checkpoint_path(f"{stage.name}-seed{seed}", sections, [tasks, c]) for seed, c in checkpoints.items()
+        seed: checkpoint_path(f"{stage.name}-seed{seed}", stage.sections, [tasks, c]) for seed, c in checkpoints.items()
     }
     policies = {seed: p.policy.model_copy(update={"checkpoint": str(c)}) for seed, c in checkpoints.items()}
-    with stage_output(out_dir, stage.name, sections, inputs, p.seed, metrics) as out:
+    with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed, stage.metrics) as out:
         jobs = {
             seed: (
                 params,

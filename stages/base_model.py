@@ -46,21 +46,14 @@ HOLDOUT_SHARE = 0.05  # of training tasks whose demonstrations only measure the 
 def main() -> None:
     stage = begin("base_model", __doc__)
     p, engine = stage.params.domain(stage.domain).model, stage.params.training
-    # What dvc.yaml declares for the stage, recorded whichever path runs.
-    sections = {
-        f"{stage.domain}.model": p,
-        "training": engine,
-        "chat_template": stage.params.chat_template,
-        "episodes.max_turns": stage.params.episodes.max_turns,
-    }
     if p.base != "tiny":
-        adopt_local(p, stage, sections)  # no training: one process, whatever the accelerate config
+        adopt_local(p, stage)  # no training: one process, whatever the accelerate config
         return
     launch(engine)
-    build_tiny(p, engine, stage, sections)
+    build_tiny(p, engine, stage)
 
 
-def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage, sections: dict) -> None:
+def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage) -> None:
     domain = stage.domain
     tasks_file, demos_file = paths.task_table(domain, "train"), paths.trajectories(domain, "demos")
     tasks = read_tasks(domain, "train")
@@ -87,7 +80,7 @@ def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage, sections: d
         fitted = train_sft(model, train, holdout, run=run, pad_id=tokenizer.pad_token_id)
         if fitted.model is None:  # not the main process: it only took part in training
             return
-        with stage_output(paths.base_model(domain), stage.name, sections, [tasks_file, demos_file], p.seed) as out:
+        with stage_output(stage.out, stage.name, stage.sections, [tasks_file, demos_file], p.seed) as out:
             save_checkpoint(fitted.model, tokenizer, out.dir, state_dict=fitted.state)
             config = {"model": p.model_dump(mode="json"), "data": data, "sft": fitted.summary}
             write_json(out.dir / "training_config.json", config)  # as nanoGPT keeps it with the weights
@@ -97,16 +90,16 @@ def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage, sections: d
     print(json.dumps({"data": data, "sft": {**fitted.summary, **fitted.run}}, indent=2))
 
 
-def adopt_local(p: ModelParams, stage: Stage, sections: dict) -> None:
+def adopt_local(p: ModelParams, stage: Stage) -> None:
     domain = stage.domain
     adopted = local_checkpoint(p.base, f"{domain}.model.base", stage.params.chat_template.date)
-    with stage_output(paths.base_model(domain), stage.name, sections, [adopted.path], p.seed) as out:
+    with stage_output(stage.out, stage.name, stage.sections, [adopted.path], p.seed) as out:
         how = adopted.copy_to(out.dir)
         out.chat_template = adopted.record
     with live_report(paths.stage_report(domain, "base_model")) as report:
         (report / "plots" / "metrics").mkdir(parents=True)  # declared plots: no curves, nothing was trained
         write_json(report / "metrics.json", {"base": str(adopted.path), "files": how, "trained": False})
-    print(f"{paths.base_model(domain)}: {adopted.path} ({how}; chat template: {adopted.record})")
+    print(f"{stage.out}: {adopted.path} ({how}; chat template: {adopted.record})")
 
 
 if __name__ == "__main__":

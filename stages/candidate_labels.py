@@ -33,20 +33,8 @@ def main() -> None:
     domain, params = stage.domain, stage.params
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
     candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
-    d = getattr(params, domain)
-    sections = {
-        f"{domain}.simulator": d.simulator,
-        f"{domain}.scoring": d.scoring,
-        f"{domain}.tasks.source": d.tasks.source,
-    }
-    with stage_output(
-        paths.candidate_labels(domain),
-        stage.name,
-        sections,
-        [tasks_file, rollout, candidates_file],
-        None,
-        paths.stage_metrics(domain, "candidate_labels"),
-    ) as out:
+    inputs = [tasks_file, rollout, candidates_file]
+    with stage_output(stage.out, stage.name, stage.sections, inputs, None, stage.metrics) as out:
         tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
         labels = get_domain(domain).label_candidates(
             params, pl.read_parquet(candidates_file), pl.read_parquet(rollout), tasks

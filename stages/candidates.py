@@ -38,14 +38,7 @@ def main() -> None:
     trajectories = pl.read_parquet(rollout)
     states = sample_turn_states(trajectories, p.share, p.seed, p.states)
     inputs = [tasks_file, rollout] + ([policy.checkpoint] if policy.checkpoint else [])
-    with stage_output(
-        paths.candidates(domain),
-        stage.name,
-        {"candidates": p, "episodes.max_turns": stage.params.episodes.max_turns},
-        inputs,
-        p.seed,
-        paths.stage_metrics(domain, "candidates"),
-    ) as out:
+    with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed, stage.metrics) as out:
         with open_model_agent(policy) as agent:
             candidates, failed = generate_candidates(
                 agent, tasks, trajectories, states, p.n, p.seed, max_turns=stage.params.episodes.max_turns

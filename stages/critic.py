@@ -112,9 +112,8 @@ def main() -> None:
         fitted = train_preference(model, train, loss, run=run, pad_id=pad, holdout=holdout)
         if fitted.model is None:  # not the main process
             return
-        sections = {f"critics.{name}": p, "training": engine, "episodes.max_turns": max_turns}
         inputs = [tasks_file, rollout, pairs_file, base]
-        with stage_output(paths.critic(domain, name), stage.name, sections, inputs, p.seed) as out:
+        with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed) as out:
             save_checkpoint(fitted.model, tokenizer, out.dir, state_dict=fitted.state)
             reference = {"keys": keys, "sums": train.ref.sums, "counts": train.ref.counts}
             torch.save(reference, out.dir / "reference_logps.pt")

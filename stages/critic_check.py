@@ -16,7 +16,6 @@ import json
 import polars as pl
 
 from stages._common import begin, with_checkpoint
-from stages._episodes import episode_sections
 from sweetflow.agents.model import served_records
 from sweetflow.agents.replay import ReplayAgent
 from sweetflow.core import paths
@@ -35,21 +34,13 @@ def main() -> None:
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
     candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
     ranked_file = f"{paths.ranked(domain, name)}/candidates.parquet"
-    sections = {"critic_check": p, "candidates.policy": params.candidates.policy, **episode_sections(params, domain)}
     inputs = [tasks_file, rollout, candidates_file, ranked_file] + ([policy.checkpoint] if policy.checkpoint else [])
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     candidates = pl.read_parquet(candidates_file)
     picked = pick_extremes(pl.read_parquet(ranked_file), p.states, p.seed)
     episode_tasks, scripts = continuation_tasks(picked, candidates, pl.read_parquet(rollout), tasks)
-    progress = checkpoint_path(stage.name, sections, inputs)
-    with stage_output(
-        paths.critic_check(domain, name),
-        stage.name,
-        sections,
-        inputs,
-        p.seed,
-        paths.stage_metrics(domain, "critic_check", name),
-    ) as out:
+    progress = checkpoint_path(stage.name, stage.sections, inputs)
+    with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed, stage.metrics) as out:
         with get_domain(domain).open_agent(policy) as model:
             agent = ReplayAgent(scripts, model)
             outcomes = collect(episode_tasks, agent, params, domain, p.rollouts, p.seed, progress, stage.name)

@@ -29,14 +29,8 @@ def main() -> None:
     labels_file = f"{paths.candidate_labels(domain)}/labels.parquet"
     ranked_file = f"{paths.ranked(domain, name)}/candidates.parquet"
     pairs_file = f"{paths.step_pairs(domain, name)}/pairs.parquet"
-    with stage_output(
-        paths.critic_quality(domain, name),
-        stage.name,
-        {},
-        [labels_file, ranked_file, pairs_file],
-        None,
-        paths.stage_metrics(domain, "critic_quality", name),
-    ) as out:
+    inputs = [labels_file, ranked_file, pairs_file]
+    with stage_output(stage.out, stage.name, stage.sections, inputs, None, stage.metrics) as out:
         labels, ranked = pl.read_parquet(labels_file), pl.read_parquet(ranked_file)
         scored = labels.join(ranked.select("state_id", "candidate", "score"), on=["state_id", "candidate"], how="left")
         scored.write_parquet(out.dir / "scored.parquet")

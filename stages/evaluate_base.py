@@ -17,12 +17,10 @@ from stages._episodes import checkpoint_evaluation_stage
 from sweetflow.core import paths
 from sweetflow.core.errors import run_stage
 
-METHOD = "zero_shot"  # the base model's evaluation, as the paper calls it
-
 
 def main() -> None:
     stage = begin("evaluate_base", __doc__)
-    print(json.dumps(checkpoint_evaluation_stage(stage, METHOD, paths.base_model(stage.domain)), indent=2))
+    print(json.dumps(checkpoint_evaluation_stage(stage, paths.base_model(stage.domain)), indent=2))
 
 
 if __name__ == "__main__":

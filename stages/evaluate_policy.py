@@ -20,7 +20,7 @@ from sweetflow.core.errors import run_stage
 
 def main() -> None:
     stage = begin("evaluate_policy", __doc__, item="policies")
-    print(json.dumps(checkpoint_evaluation_stage(stage, stage.item, paths.policy(stage.domain, stage.item)), indent=2))
+    print(json.dumps(checkpoint_evaluation_stage(stage, paths.policy(stage.domain, stage.item)), indent=2))
 
 
 if __name__ == "__main__":

@@ -107,10 +107,9 @@ def main() -> None:
     del base  # each seed starts from a fresh copy
 
     summaries, runs = {}, {}
-    sections = {f"policies.{name}": p, "seeds": params.seeds, "training": engine, "episodes.max_turns": max_turns}
     with (
         live_report(paths.stage_report(domain, "policies", name)) as live,
-        stage_output(paths.policy(domain, name), stage.name, sections, inputs, p.seed) as out,
+        stage_output(stage.out, stage.name, stage.sections, inputs, p.seed) as out,
     ):
         for seed in params.seeds:
             trainer = p.model_copy(update={"seed": p.seed + seed})

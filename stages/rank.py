@@ -58,11 +58,8 @@ def main() -> None:
     fits = [s is not None for s in sequences]
     kept = candidates.filter(pl.Series(fits, dtype=pl.Boolean))
     kept_sequences = [s for s in sequences if s is not None]
-    sections = {"rank": p, f"critics.{name}": critic_params, "episodes.max_turns": params.episodes.max_turns}
     inputs = [tasks_file, rollout, candidates_file, critic_dir] + ([base] if p.baseline == "reference" else [])
-    with stage_output(
-        paths.ranked(domain, name), stage.name, sections, inputs, metrics=paths.stage_metrics(domain, "ranked", name)
-    ) as out:
+    with stage_output(stage.out, stage.name, stage.sections, inputs, metrics=stage.metrics) as out:
         mine = reference_segment_logps(critic, kept_sequences, p.batch_size, pad_id(tokenizer))
         critic_mean = (mine.sums[:, 0] / mine.counts[:, 0].clamp(min=1)).tolist()
         if p.baseline == "reference":

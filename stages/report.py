@@ -15,10 +15,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sweetflow.core import paths, reproducibility
+from stages._common import begin
+from sweetflow.core import paths
 from sweetflow.core.artifacts import stage_output, write_json
 from sweetflow.core.errors import run_stage
-from sweetflow.core.params import DOMAINS, load_params
+from sweetflow.core.params import DOMAINS
 from sweetflow.report.markdown import render_markdown, results_data
 from sweetflow.report.plots import plot_curves, plot_methods, write_method_table
 from sweetflow.report.read import find_curves, read_domain
@@ -32,8 +33,8 @@ DATA = Path("data")
 
 
 def main() -> None:
-    params = load_params()
-    reproducibility.pin(params.reproducibility)  # as every stage: its manifest records the mode it ran in
+    stage = begin("report", __doc__, domain=False)
+    params = stage.params
     results = [
         read_domain(
             REPORTS, Path(paths.evaluations(d)), d, d in params.train_domains, Path(paths.task_table(d, "test"))
@@ -42,12 +43,7 @@ def main() -> None:
     ]
     panels = [p for d in DOMAINS for p in find_curves(REPORTS / d / "stages", f"{d}: ")]
     inputs = [p for d in DOMAINS for p in (REPORTS / d, DATA / d) if p.exists()]
-    sections = {
-        "seeds": params.seeds,
-        "train_domains": params.train_domains,
-        "frontend.scoring": params.frontend.scoring,
-    }
-    with stage_output(SUMMARY, "report", sections, inputs) as out:
+    with stage_output(SUMMARY, stage.name, stage.sections, inputs) as out:
         (out.dir / "results.md").write_text(render_markdown(results, params.seeds, plots="."))
         write_json(out.dir / "results.json", results_data(results, params.seeds))
         plot_methods(results, out.dir / "methods.png")
@@ -55,7 +51,7 @@ def main() -> None:
         for r in results:
             write_method_table(r, out.dir / f"methods-{r.domain}.csv")
         # The summary's run record is written last (its `with` closes after this one's).
-        with stage_output(SITE, "report", sections, inputs) as site:
+        with stage_output(SITE, stage.name, stage.sections, inputs) as site:
             plots = [
                 (out.dir / "methods.png", "The headline metrics per method (mean ± std over seeds)"),
                 (out.dir / "training_curves.png", "Training loss per run; a line per seed for the policies"),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from stages._common import Stage, begin
-from stages._episodes import episode_sections, episode_stage
+from stages._episodes import episode_stage
 from sweetflow.core import paths
 from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import run_stage
@@ -27,13 +27,9 @@ from sweetflow.rollout.offline import import_rollout
 
 def import_stage(stage: Stage) -> dict:
     params, domain, p = stage.params, stage.domain, stage.params.rollout
-    # The sections a policy rollout reads, so that the manifest records what dvc.yaml declares.
-    sections = {"rollout": p, f"agents.{p.agent}": params.agents[p.agent], **episode_sections(params, domain)}
     train, val = paths.task_table(domain, "train"), paths.task_table(domain, "val")
     inputs = [train, val, p.import_file]
-    with stage_output(
-        paths.episodes(domain, "rollout"), stage.name, sections, inputs, None, paths.stage_metrics(domain, "rollout")
-    ) as out:
+    with stage_output(stage.out, stage.name, stage.sections, inputs, None, stage.metrics) as out:
         out.metrics.update(
             import_rollout(
                 p.import_file,

@@ -25,19 +25,13 @@ from sweetflow.core.tables import read_tasks
 from sweetflow.domain import get_domain
 from sweetflow.rollout.metrics import summarize_episodes
 
-METHOD = "reference"
-
 
 def main() -> None:
     stage = begin("score_references", __doc__)
     domain, params = stage.domain, stage.params
     tasks = read_tasks(domain, "test")
     table = paths.task_table(domain, "test")
-    d = params.domain(domain)
-    sections = {f"{domain}.scoring": d.scoring, f"{domain}.tasks.source": d.tasks.source}
-    with stage_output(
-        paths.evaluation(domain, METHOD), stage.name, sections, [table], metrics=paths.method_metrics(domain, METHOD)
-    ) as out:
+    with stage_output(stage.out, stage.name, stage.sections, [table], metrics=stage.metrics) as out:
         with get_domain(domain).open(params) as runtime:
             scores = runtime.score(tasks, [t["ground_truth"] for t in tasks])
         frame = pl.DataFrame(

@@ -25,14 +25,7 @@ def main() -> None:
     domain, name, p = stage.domain, stage.item, stage.params.step_pairs
     ranked_file = f"{paths.ranked(domain, name)}/candidates.parquet"
     ranked = pl.read_parquet(ranked_file)
-    with stage_output(
-        paths.step_pairs(domain, name),
-        stage.name,
-        {"step_pairs": p},
-        [ranked_file],
-        p.seed,
-        paths.stage_metrics(domain, "step_pairs", name),
-    ) as out:
+    with stage_output(stage.out, stage.name, stage.sections, [ranked_file], p.seed, stage.metrics) as out:
         pairs = step_pairs(ranked, p.num_pairs, p.seed, p.rule, p.max_per_state)
         pairs.write_parquet(out.dir / "pairs.parquet")
         gap = pairs["chosen_score"] - pairs["rejected_score"]

@@ -18,7 +18,6 @@ import polars as pl
 
 from stages._common import begin
 from sweetflow.backend.tasks import build as backend_tasks
-from sweetflow.core import paths
 from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import run_stage
 from sweetflow.frontend import build as frontend_tasks
@@ -30,15 +29,7 @@ def main() -> None:
     stage = begin("tasks", __doc__)
     d = stage.params.domain(stage.domain)
     built = BUILDERS[stage.domain](stage.params)
-    sections = {f"{stage.domain}.tasks": d.tasks, f"{stage.domain}.scoring": d.scoring}
-    with stage_output(
-        paths.tasks(stage.domain),
-        stage.name,
-        sections,
-        built.inputs,
-        d.tasks.seed,
-        paths.stage_metrics(stage.domain, "tasks"),
-    ) as out:
+    with stage_output(stage.out, stage.name, stage.sections, built.inputs, d.tasks.seed, stage.metrics) as out:
         for split, table in built.splits.items():
             table.write_parquet(out.dir / f"{split}.parquet")
         out.metrics.update(built.metrics)

@@ -26,13 +26,7 @@ def main() -> None:
     domain, p = stage.domain, stage.params.pairs
     rollout = paths.trajectories(domain, "rollout")
     trajectories = pl.read_parquet(rollout)
-    with stage_output(
-        paths.trajectory_pairs(domain),
-        stage.name,
-        {"pairs": p},
-        [rollout],
-        metrics=paths.stage_metrics(domain, "trajectory_pairs"),
-    ) as out:
+    with stage_output(stage.out, stage.name, stage.sections, [rollout], metrics=stage.metrics) as out:
         pairs = trajectory_pairs(trajectories, p.success_reward, p.min_gap)
         pairs.write_parquet(out.dir / "pairs.parquet")
         out.metrics.update(

@@ -18,7 +18,7 @@ from sweetflow.core.errors import run_stage
 
 def main() -> None:
     stage = begin("validate", __doc__, item="policies")
-    metrics = checkpoint_evaluation_stage(stage, stage.item, paths.policy(stage.domain, stage.item), split="val")
+    metrics = checkpoint_evaluation_stage(stage, paths.policy(stage.domain, stage.item), split="val")
     print(json.dumps(metrics, indent=2))
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,7 @@ def write_inputs(root: Path, corpus: Corpus, model: dict) -> Path:
         yaml.safe_load((ROOT / "params.yaml").read_text()), {"backend": {"model": model}, "training": {"threads": 1}}
     )
     (root / "params.yaml").write_text(yaml.safe_dump(params))
+    shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")  # the stage's definition: its params sections and output
     return root
 
 

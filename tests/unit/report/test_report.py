@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import matplotlib.image
@@ -94,6 +95,8 @@ FRONTEND = {
 def project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")  # seeds [0, 1, 2], the backend trained
+    shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")  # the stage's definition: its params sections
+    monkeypatch.setattr(sys, "argv", ["report"])
     return tmp_path
 
 
