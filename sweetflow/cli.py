@@ -149,6 +149,14 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     return 0 if args.print else subprocess.run(command).returncode
 
 
+def cmd_share(args: argparse.Namespace) -> int:
+    from sweetflow.runcache import push_run_cache
+
+    entries, objects = push_run_cache(".", args.remote)
+    console.print(f"pushed the workspace's outputs and {entries} run-cache entries with their {objects} objects")
+    return 0
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from sweetflow import experiments, tuning
     from sweetflow.core.params import load_params
@@ -280,6 +288,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print", action="store_true", help="print the command without running it")
     p.add_argument("--params", type=Path, default=Path("params.yaml"), help="the params file the experiment changes")
     p.set_defaults(func=cmd_experiment)
+
+    p = sub.add_parser(
+        "share",
+        help="dvc push --run-cache, with the outputs of every configuration in the run cache (DVC 3 pushes only "
+        "the workspace's): a teammate's `dvc pull --run-cache` then `dvc repro --pull` restores any of them",
+    )
+    p.add_argument("--remote", help="a DVC remote's name (default: the project's default remote)")
+    p.set_defaults(func=cmd_share)
 
     p = sub.add_parser("view", help="a static site of a trajectories file's dialogues, opened from disk")
     p.add_argument("trajectories", type=Path, help="a trajectories parquet (data/<domain>/evaluations/*, rollout, ...)")

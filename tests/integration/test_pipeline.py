@@ -507,9 +507,9 @@ def outputs_of(project: Path, stages: tuple[str, ...]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def two_configurations(repro_project: Path, tmp_path_factory) -> tuple[Path, float, str]:
-    """The reproduced project after A → B (RFT's learning rate changed) → A, committed at A; the
-    seconds B took and its params.yaml text."""
+def two_configurations(repro_project: Path, tmp_path_factory) -> tuple[Path, float, str, dict[str, str]]:
+    """The reproduced project after A → B (RFT's learning rate changed), its params set back to A; the
+    seconds B took, its params.yaml text and the hashes of the outputs B made."""
     project = copy_of(repro_project, tmp_path_factory.mktemp("run-cache") / "project")
     a = yaml.safe_load((project / "params.yaml").read_text())["policies"]["rft"]["learning_rate"]
     set_rft_learning_rate(project, a * 2)
@@ -518,13 +518,14 @@ def two_configurations(repro_project: Path, tmp_path_factory) -> tuple[Path, flo
     b = run(["dvc", "repro"], project).stdout
     b_seconds = time.monotonic() - started
     assert set(RFT_READERS) <= set(ran(b))
+    b_outputs = outputs_of(project, RFT_READERS)
     set_rft_learning_rate(project, a)
-    return project, b_seconds, b_params
+    return project, b_seconds, b_params, b_outputs
 
 
 def test_switching_a_parameter_back_restores_its_outputs_from_the_run_cache(two_configurations, repro_project):
     """A → B → A: the second A runs nothing; every output of the stages B reran is A's again."""
-    project, b_seconds, _ = two_configurations
+    project, b_seconds, _, _ = two_configurations
     started = time.monotonic()
     again = run(["dvc", "repro"], project).stdout
     seconds = time.monotonic() - started
@@ -538,29 +539,23 @@ def test_dvc_exp_run_of_a_configuration_already_run_restores_it(two_configuratio
     project = copy_of(two_configurations[0], tmp_path / "exp")
     run(["dvc", "repro"], project)  # back at A
     run(["git", "add", "-A"], project)
-    run(["git", "commit", "-qm", "A"], project)
+    run(["git", "commit", "-qm", "A", "--allow-empty"], project)
     learning_rate = yaml.safe_load(two_configurations[2])["policies"]["rft"]["learning_rate"]
     exp = run(["dvc", "exp", "run", "-S", f"policies.rft.learning_rate={learning_rate}"], project).stdout
     assert ran(exp) == [] and set(RFT_READERS) <= set(restored(exp))
 
 
-def test_a_teammate_restores_a_configuration_its_runner_pushed_without_training(two_configurations, tmp_path):
-    """DVC 3 pushes the run cache's entries with `--run-cache` but only the workspace lock's outputs, so
-    whoever ran B pushes while the workspace holds B; the teammate's `dvc repro --pull` then fetches
-    the outputs of every stage it restores."""
-    project, _, b_params = two_configurations
+def test_a_teammate_restores_a_configuration_from_the_shared_run_cache_without_training(two_configurations, tmp_path):
+    """The origin ran A and B and shares its run cache (`sweetflow share`: DVC 3's `push --run-cache` pushes
+    the entries, not the outputs of those the workspace does not hold); the teammate's clone, at A,
+    switches to B and `dvc repro --pull` restores it, fetching its outputs."""
+    project, _, b_params, b_outputs = two_configurations
     origin = copy_of(project, tmp_path / "origin")
+    run(["dvc", "repro"], origin)  # at A
     run(["dvc", "remote", "add", "-d", "shared", str(tmp_path / "remote")], origin)
-    a_params = (origin / "params.yaml").read_text()
-    (origin / "params.yaml").write_text(b_params)
-    assert ran(run(["dvc", "repro"], origin).stdout) == []  # B is restored from the run cache
-    b_outputs = outputs_of(origin, RFT_READERS)
-    run(["dvc", "push", "-q", "--run-cache"], origin)
-    (origin / "params.yaml").write_text(a_params)
-    assert ran(run(["dvc", "repro"], origin).stdout) == []
     run(["git", "add", "-A"], origin)
-    run(["git", "commit", "-qm", "A, and the team's remote"], origin)
-    run(["dvc", "push", "-q"], origin)
+    run(["git", "commit", "-qm", "A, and the team's remote", "--allow-empty"], origin)
+    run(["sweetflow", "share"], origin)
 
     clone = tmp_path / "teammate"
     run(["git", "clone", "-q", str(origin), str(clone)], tmp_path)
