@@ -22,6 +22,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 RECORDS = Path("reports/experiments")
 POINT = re.compile(r"scale-(\d+)$")
@@ -98,6 +99,7 @@ def plot_success(data: dict[int, dict], out: Path) -> None:
     ax.set_xlabel("offline trajectories")
     ax.set_ylabel("test success (%), mean ± std over seeds")
     ax.set_xticks(list(data), [f"{n:,}" for n in data])
+    ax.xaxis.set_minor_formatter(NullFormatter())  # only the points are labelled
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -115,6 +117,7 @@ def plot_critics(data: dict[int, dict], out: Path) -> None:
         ax.set_xscale("log")
         ax.set_title(title + (" (%)" if metric in SHARES else ""), fontsize=9)
         ax.set_xticks(list(data), [f"{n:,}" for n in data], fontsize=7)
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.tight_layout()
