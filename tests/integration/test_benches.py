@@ -86,7 +86,6 @@ def test_every_bench_script_has_a_smoke_size():
 # Failing at their smallest size when this stop ended (see the stop's note); each still runs here.
 ROTTED = {
     "agent_episodes": "its tiny checkpoint's template fails the adoption probe (TypeError in the tokenizer)",
-    "episodes_throughput": "its tokenizer lacked max_turns; fixed but not yet run again",
     "render_throughput": "its baseline pool is read with `git show` from a commit the smoke root lacks",
 }
 
