@@ -14,6 +14,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from sweetflow.core.errors import InputError, StageFailed
+from sweetflow.core.params import DOMAINS
 
 console = Console()
 
@@ -206,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score", help="score trajectories in ColBench's output shape (JSONL with task and answer)")
     p.add_argument("file", type=Path)
-    p.add_argument("--domain", choices=["backend", "frontend"], required=True)
+    p.add_argument("--domain", choices=DOMAINS, required=True)
     p.add_argument("--out", type=Path, help="also write per-row scores here (.jsonl or .parquet)")
     p.add_argument(
         "--params",
@@ -256,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="queue: one experiment per configuration, for `dvc queue start`; run: each at once, in the workspace "
         "(no temporary copies); table: collect and choose",
     )
-    p.add_argument("--domain", choices=["backend", "frontend"], default="backend")
+    p.add_argument("--domain", choices=DOMAINS, default="backend")
     p.add_argument("--policies", nargs="*", help="queue, run: the policies to tune (default: every one in params.yaml)")
     p.add_argument(
         "--grid",
@@ -302,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tasks", type=Path, required=True, help="the task table they ran on (data/<domain>/tasks/*.parquet)"
     )
-    p.add_argument("--domain", choices=["backend", "frontend"], required=True)
+    p.add_argument("--domain", choices=DOMAINS, required=True)
     p.add_argument("--out", type=Path, required=True, help="the site's directory (index.html goes there)")
     p.add_argument("--name", help="the method's name on the pages (default: the file's directory)")
     p.add_argument(
