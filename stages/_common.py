@@ -51,8 +51,9 @@ class Stage:
 
 
 def begin(kind: str, doc: str | None, item: str | None = None, domain: bool = True) -> Stage:
-    """Parse `[DOMAIN] [ITEM]` and load params.yaml. `item` names the params section whose keys the
-    ITEM argument must be one of ("critics", "policies", "agents"); a name it lacks is an input error."""
+    """Parse `[DOMAIN] [ITEM]`, load params.yaml and read the stage's entry of dvc.yaml. `item` names the
+    params section whose keys the ITEM argument must be one of ("critics", "policies", "agents"); a name
+    it lacks is an input error."""
     parser = argparse.ArgumentParser(
         prog=f"python -m stages.{kind}", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )

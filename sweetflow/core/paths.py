@@ -48,25 +48,8 @@ def candidate_labels(domain: str) -> str:
     return f"data/{domain}/candidate_labels"
 
 
-def critic_quality(domain: str, critic: str) -> str:
-    return f"data/{domain}/critic_quality/{critic}"
-
-
-def critic_check(domain: str, critic: str) -> str:
-    return f"data/{domain}/critic_check/{critic}"
-
-
 def evaluations(domain: str) -> str:
     return f"data/{domain}/evaluations"
-
-
-def evaluation(domain: str, method: str) -> str:
-    return f"{evaluations(domain)}/{method}"
-
-
-def validation(domain: str, method: str) -> str:
-    """A trained method's episodes on the validation tasks (stage `validate`)."""
-    return f"data/{domain}/validation/{method}"
 
 
 def validation_metrics(domain: str, method: str) -> str:
@@ -85,17 +68,9 @@ def policy(domain: str, name: str) -> str:
     return f"models/{domain}/policies/{name}"
 
 
-def method_metrics(domain: str, method: str) -> str:
-    return f"reports/{domain}/{method}/metrics.json"
-
-
 def stage_report(domain: str, *parts: str) -> str:
     """A stage's report directory, e.g. stage_report("backend", "critics", "with_info")."""
     return "/".join(("reports", domain, "stages", *parts))
-
-
-def stage_metrics(domain: str, *parts: str) -> str:
-    return f"{stage_report(domain, *parts)}/metrics.json"
 
 
 def run_record(stage: str) -> str:
