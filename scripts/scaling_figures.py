@@ -82,18 +82,20 @@ def differences(backend: dict) -> dict[str, tuple[float, float, float]]:
     }
 
 
-def critics(backend: dict) -> dict[str, dict[str, float]]:
-    return {c["critic"]: c for c in backend.get("critics", [])}
+def critic_value(backend: dict, name: str, metric: str) -> float | None:
+    """A critic's mechanism metric, shares in %; None where the point has none."""
+    value = {c["critic"]: c for c in backend.get("critics", [])}.get(name, {}).get(metric)
+    return None if value is None else (100 if metric in SHARES else 1) * value
 
 
 def plot_success(data: dict[int, dict], out: Path) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    per_point = {n: success(b) for n, b in data.items()}
     for method, label in METHODS.items():
-        xs = [n for n, b in data.items() if method in success(b)]
+        xs = [n for n, s in per_point.items() if method in s]
         if not xs:
             continue
-        means = [success(data[n])[method][0] for n in xs]
-        stds = [success(data[n])[method][1] for n in xs]
+        means, stds = zip(*(per_point[n][method] for n in xs))
         ax.errorbar(xs, means, yerr=stds, marker="o", capsize=3, label=label)
     ax.set_xscale("log")
     ax.set_xlabel("offline trajectories")
@@ -111,9 +113,9 @@ def plot_critics(data: dict[int, dict], out: Path) -> None:
     fig, axes = plt.subplots(1, len(CRITIC_METRICS), figsize=(3.0 * len(CRITIC_METRICS), 3.2))
     for ax, (metric, title) in zip(axes, CRITIC_METRICS.items()):
         for name in ("with_info", "no_info"):
-            xs = [n for n, b in data.items() if critics(b).get(name, {}).get(metric) is not None]
-            scale = 100 if metric in SHARES else 1
-            ax.plot(xs, [scale * critics(data[n])[name][metric] for n in xs], marker="o", label=name)
+            values = {n: critic_value(b, name, metric) for n, b in data.items()}
+            xs = [n for n, v in values.items() if v is not None]
+            ax.plot(xs, [values[n] for n in xs], marker="o", label=name)
         ax.set_xscale("log")
         ax.set_title(title + (" (%)" if metric in SHARES else ""), fontsize=9)
         ax.set_xticks(list(data), [f"{n:,}" for n in data], fontsize=7)
@@ -125,47 +127,44 @@ def plot_critics(data: dict[int, dict], out: Path) -> None:
     plt.close(fig)
 
 
+def row(label: str, cells: list[str]) -> str:
+    return f"| {label} | " + " | ".join(cells) + " |\n"
+
+
 def tables(data: dict[int, dict], records: Path = RECORDS) -> str:
     head = "| method | " + " | ".join(f"{n:,}" for n in data) + " |\n|---|" + "---|" * len(data) + "\n"
+    successes = [success(b) for b in data.values()]
+    gaps = [differences(b) for b in data.values()]
     rows = "".join(
-        f"| {label} | "
-        + " | ".join(
-            "{:.1f} ± {:.1f}".format(*success(b)[method]) if method in success(b) else "—" for b in data.values()
-        )
-        + " |\n"
+        row(label, ["{:.1f} ± {:.1f}".format(*s[method]) if method in s else "—" for s in successes])
         for method, label in METHODS.items()
     )
     diffs = "".join(
-        f"| SWEET-RL − {METHODS[other]} | "
-        + " | ".join(
-            "{:+.1f} [{:+.1f}, {:+.1f}]".format(*differences(b)[other]) if other in differences(b) else "—"
-            for b in data.values()
+        row(
+            f"SWEET-RL − {METHODS[other]}",
+            ["{:+.1f} [{:+.1f}, {:+.1f}]".format(*g[other]) if other in g else "—" for g in gaps],
         )
-        + " |\n"
         for other in ("rft", "mtdpo", "sweet_no_info", "zero_shot")
     )
     critic_rows = "".join(
-        f"| {title}, with-info / no-info | "
-        + " | ".join(
-            " / ".join(
-                f"{(100 if metric in SHARES else 1) * critics(b)[name][metric]:.1f}"
-                if critics(b).get(name, {}).get(metric) is not None
-                else "—"
-                for name in ("with_info", "no_info")
-            )
-            for b in data.values()
+        row(
+            f"{title}, with-info / no-info",
+            [
+                " / ".join(
+                    "—" if (v := critic_value(b, name, metric)) is None else f"{v:.1f}"
+                    for name in ("with_info", "no_info")
+                )
+                for b in data.values()
+            ],
         )
-        + " |\n"
         for metric, title in CRITIC_METRICS.items()
     )
     times = {n: stage_minutes(records, n) for n in data}
     kinds = sorted(
         {kind for t in times.values() for kind in t}, key=lambda k: -max(t.get(k, 0) for t in times.values())
     )
-    time_rows = "".join(
-        f"| {kind} | " + " | ".join(f"{times[n].get(kind, 0):.1f}" for n in data) + " |\n" for kind in kinds
-    )
-    time_rows += "| **all stages** | " + " | ".join(f"**{sum(times[n].values()):.0f}**" for n in data) + " |\n"
+    time_rows = "".join(row(kind, [f"{times[n].get(kind, 0):.1f}" for n in data]) for kind in kinds)
+    time_rows += row("**all stages**", [f"**{sum(times[n].values()):.0f}**" for n in data])
     return (
         "Success (%):\n\n"
         + head
