@@ -17,7 +17,7 @@ from pathlib import Path
 
 from stages._common import begin
 from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output, write_json
+from sweetflow.core.artifacts import stage_output, temporary_path, write_json
 from sweetflow.core.errors import run_stage
 from sweetflow.core.params import DOMAINS
 from sweetflow.report.markdown import render_markdown, results_data
@@ -59,7 +59,7 @@ def main() -> None:
             write_run_site(site.dir, results, plots, params, DATA)
     # The same text at the top of reports/; its image links point into summary/.
     markdown = render_markdown(results, params.seeds, plots=SUMMARY.name)
-    tmp = RESULTS_MD.with_name(f".{RESULTS_MD.name}.tmp-{os.getpid()}")
+    tmp = temporary_path(RESULTS_MD)
     try:
         tmp.write_text(markdown)
         os.replace(tmp, RESULTS_MD)

@@ -17,18 +17,15 @@ from __future__ import annotations
 import polars as pl
 
 from stages._common import begin
-from sweetflow.backend.tasks import build as backend_tasks
 from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import run_stage
-from sweetflow.frontend import build as frontend_tasks
-
-BUILDERS = {"backend": backend_tasks.build_tasks, "frontend": frontend_tasks.build_tasks}
+from sweetflow.core.tables import task_builder
 
 
 def main() -> None:
     stage = begin("tasks", __doc__)
     d = stage.params.domain(stage.domain)
-    built = BUILDERS[stage.domain](stage.params)
+    built = task_builder(stage.domain)(stage.params)
     with stage_output(stage.out, stage.name, stage.sections, built.inputs, d.tasks.seed, stage.metrics) as out:
         for split, table in built.splits.items():
             table.write_parquet(out.dir / f"{split}.parquet")

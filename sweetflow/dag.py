@@ -150,15 +150,23 @@ def snakemake_inputs(spec: StageSpec, produced: set[str]) -> list[str]:
     return inputs
 
 
-# The functions that import a domain's module by name, and the module each imports.
-DOMAIN_LOADERS = {"get_domain": "domain", "get_domain_report": "report"}
+# The loaders of a domain's part (sweetflow.core.domains), and the part each imports: of the domain
+# the stage runs, or of every domain.
+DOMAIN_LOADERS = {
+    "get_domain": "domain",
+    "get_domain_report": "report",
+    "task_builder": "build",
+    "domain_instructions": "instructions",
+}
+EVERY_DOMAIN_LOADERS = {"every_policy_instructions": "instructions"}
 
 
 def code_closure(module: str, domains: Iterable[str] = DOMAINS, root: Path = ROOT) -> set[str]:
     """The project's source files (paths relative to `root`) that running `module` may import: every
     import in a file, at its top or inside a function, followed through the project's modules.
     Package `__init__.py` files are left out: they hold no code (a test checks). A module that
-    calls a loader of DOMAIN_LOADERS may load that module of each of `domains` (`sweetflow.<domain>.domain`)."""
+    calls a loader of DOMAIN_LOADERS may load that part of each of `domains` (`sweetflow.<domain>.<part>`);
+    one of EVERY_DOMAIN_LOADERS, that part of every domain."""
     found: set[Path] = set()
     todo = [module]
     while todo:
@@ -170,8 +178,8 @@ def code_closure(module: str, domains: Iterable[str] = DOMAINS, root: Path = ROO
         tree = ast.parse(path.read_text(), str(path))
         todo += _imported(tree)
         called = {getattr(n.func, "id", None) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-        loaded = [module for loader, module in DOMAIN_LOADERS.items() if loader in called]
-        todo += [f"sweetflow.{d}.{module}" for module in loaded for d in domains]
+        for loaders, loaded in ((DOMAIN_LOADERS, domains), (EVERY_DOMAIN_LOADERS, DOMAINS)):
+            todo += [f"sweetflow.{d}.{part}" for loader, part in loaders.items() if loader in called for d in loaded]
     return {p.relative_to(root).as_posix() for p in found if p.name != "__init__.py"}
 
 

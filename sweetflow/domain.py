@@ -13,14 +13,13 @@ and the final answer is scored. What differs is who plays the parts and how an a
 `get_domain(name)` gives the `Domain`; its `open(params)` starts what the domain needs (the
 sandbox's workers, or a browser) and yields a `DomainRuntime` for the rollout engine. Making a
 domain's tasks (`tasks@<domain>`) is each domain's `build_tasks(params) -> TaskSet`
-(`sweetflow.backend.tasks.build`, `sweetflow.frontend.build`). How a domain's results read (its
+(`sweetflow.<domain>.build`, loaded by `sweetflow.core.tables.task_builder`). How a domain's results read (its
 metrics' words, what the site shows) is its `DomainReport` (`sweetflow.domain_report`), which starts
 nothing, so that the report does not depend on the sandbox.
 """
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -30,9 +29,9 @@ from pathlib import Path
 import polars as pl
 
 from sweetflow.agents.model import open_model_agent
+from sweetflow.core.domains import domain_module
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import (
-    DOMAINS,
     AgentParams,
     NoAskAgentParams,
     Params,
@@ -133,6 +132,4 @@ def get_domain(name: str) -> Domain:
     """The domain named `name`, from `sweetflow.<name>.domain`. Imported by name when a stage asks
     for it: a stage of one domain loads only that domain's code, which is what its dvc.yaml
     dependencies (`sweetflow/<domain>`) cover."""
-    if name not in DOMAINS:
-        raise ValueError(f"unknown domain {name!r}; expected one of {list(DOMAINS)}")
-    return importlib.import_module(f"sweetflow.{name}.domain").DOMAIN
+    return domain_module(name, "domain").DOMAIN

@@ -9,7 +9,6 @@ domain's `Domain` (`sweetflow.domain`), which starts simulators and scorers, tak
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -17,7 +16,8 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow.core.params import DOMAINS, Params
+from sweetflow.core.domains import domain_module
+from sweetflow.core.params import Params
 
 NOT_COMPLETED = "not completed"  # the outcome of an episode that failed or was not scored
 
@@ -94,6 +94,4 @@ class DomainReport(ABC):
 
 def get_domain_report(name: str) -> DomainReport:
     """The report of the domain named `name`, from `sweetflow.<name>.report`."""
-    if name not in DOMAINS:
-        raise ValueError(f"unknown domain {name!r}; expected one of {list(DOMAINS)}")
-    return importlib.import_module(f"sweetflow.{name}.report").REPORT
+    return domain_module(name, "report").REPORT

@@ -12,28 +12,11 @@
 
 from __future__ import annotations
 
-from sweetflow.dialogue import AGENT, ANSWER_MARKER, EpisodeView, Message
+from types import ModuleType
 
-BACKEND_SYSTEM_PROMPT = f"""\
-You are a programming assistant working with a person who wants a Python function. Their request \
-leaves out details that only they know, and your function will be checked against exactly what \
-they have in mind. Ask them short, specific questions, one or two per message. When you know \
-enough, write {ANSWER_MARKER} followed by the complete function in a ```python block. {{limit}}"""
-
-
-FRONTEND_SYSTEM_PROMPT = f"""\
-You are a web designer working with a person who wants a web page. Their description leaves out \
-most details (colours, texts, layout), and your final page will be compared with exactly the page \
-they have in mind. In each message you may show one complete page in HTML between <html> and \
-</html>, styled with Tailwind CSS 2.2.19 (<link \
-href="https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css" rel="stylesheet">) \
-and with pictures from https://picsum.photos/id/48/WIDTH/HEIGHT; the person will look at it and \
-tell you how it differs from what they want. When the page is right, write {ANSWER_MARKER} \
-followed by the final page. {{limit}}"""
-
-
-# The policy's instructions, by the domain of the task (EpisodeView.domain), before the turn limit.
-POLICY_SYSTEM_PROMPTS = {"backend": BACKEND_SYSTEM_PROMPT, "frontend": FRONTEND_SYSTEM_PROMPT}
+from sweetflow.core.domains import domain_module
+from sweetflow.core.params import DOMAINS
+from sweetflow.dialogue import AGENT, EpisodeView, Message
 
 NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 
@@ -45,9 +28,19 @@ def turn_limit(max_turns: int) -> str:
     return f"You have at most {count} {messages}; the last one counts as your answer."
 
 
+def domain_instructions(domain: str) -> ModuleType:
+    """`sweetflow.<domain>.instructions`: the domain's POLICY_INSTRUCTIONS and ANSWER_LANGUAGE."""
+    return domain_module(domain, "instructions")
+
+
 def policy_instructions(domain: str, max_turns: int) -> str:
     """The policy's system message for a task of `domain` in episodes of at most `max_turns` turns."""
-    return POLICY_SYSTEM_PROMPTS[domain].format(limit=turn_limit(max_turns))
+    return domain_instructions(domain).POLICY_INSTRUCTIONS.format(limit=turn_limit(max_turns))
+
+
+def every_policy_instructions(max_turns: int) -> tuple[str, ...]:
+    """`policy_instructions` of every domain, in the order of DOMAINS."""
+    return tuple(policy_instructions(domain, max_turns) for domain in DOMAINS)
 
 
 def policy_chat(view: EpisodeView) -> list[dict]:
@@ -69,9 +62,6 @@ Training-time information, which the person has and the assistant does not: the 
 ```"""
 
 
-LANGUAGE = {"backend": "python", "frontend": "html"}
-
-
 def dialogue_view(task: dict, dialogue: list[dict], max_turns: int, seed: int = 0) -> EpisodeView:
     """An episode view of a recorded dialogue (a trajectory's, or a prefix of it), in the task's
     domain, of an episode of at most `max_turns` turns (`episodes.max_turns`)."""
@@ -84,6 +74,7 @@ def chat_for(view: EpisodeView, reference: str | None) -> list[dict]:
     """The policy's chat, or with `reference` the critic's: the same with `c` in the system message."""
     chat = policy_chat(view)
     if reference is not None:
-        info = TRAINING_INFO.format(language=LANGUAGE[view.domain], reference=reference.strip())
+        language = domain_instructions(view.domain).ANSWER_LANGUAGE
+        info = TRAINING_INFO.format(language=language, reference=reference.strip())
         chat[0] = {**chat[0], "content": chat[0]["content"] + info}
     return chat

@@ -56,9 +56,21 @@ def content_hash(path: Path | str) -> str:
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: no such file or directory")
     digest = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file() and p.name not in NOT_DATA):
+    files = (p for p in path.rglob("*") if p.is_file() and p.name not in NOT_DATA)
+    for f in sorted(f for f in files if not any(_is_temporary(part) for part in f.relative_to(path).parts)):
         digest.update(f.relative_to(path).as_posix().encode() + b"\0" + _file_sha256(f).encode() + b"\n")
     return digest.hexdigest()
+
+
+def temporary_path(path: Path) -> Path:
+    """Where `path` is written before it is renamed into place: `.<name>.tmp-<pid>` beside it."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def _is_temporary(name: str) -> bool:
+    """Whether a file or directory name is a `temporary_path`, as a killed stage may leave one behind
+    (DVC ignores them too: `.dvcignore`)."""
+    return name.startswith(".") and ".tmp-" in name
 
 
 def _file_sha256(path: Path) -> str:
@@ -200,7 +212,7 @@ def stage_output(
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    tmp = temporary_path(out)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     started = psutil.Process().create_time()
@@ -212,7 +224,7 @@ def stage_output(
         if metrics is not None:
             metrics = Path(metrics)
             metrics.parent.mkdir(parents=True, exist_ok=True)
-            metrics_tmp = metrics.with_name(f".{metrics.name}.tmp-{os.getpid()}")
+            metrics_tmp = temporary_path(metrics)
             write_json(metrics_tmp, result.metrics)
             metrics_files[metrics.as_posix()] = content_hash(metrics_tmp)
         manifest = {
@@ -255,14 +267,14 @@ def stage_output(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if metrics is not None:
-            Path(metrics).with_name(f".{Path(metrics).name}.tmp-{os.getpid()}").unlink(missing_ok=True)
+            temporary_path(Path(metrics)).unlink(missing_ok=True)
 
 
 def write_run_record(stage: str, record: dict) -> None:
     """Write `reports/runs/<stage>.json` whole (temporary file, then rename)."""
     path = Path(paths.run_record(stage))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = temporary_path(path)
     try:
         write_json(tmp, record)
         os.replace(tmp, path)

@@ -763,6 +763,9 @@ class BackendParams(Section):
     scoring: BackendScoringParams = Field(description=BackendScoringParams.__doc__)
     model: ModelParams = Field(description=ModelParams.__doc__)
 
+    # Official trajectories (rollout.source 'import') are ColBench backend rows: this domain reads them.
+    imports_trajectories: ClassVar[bool] = True
+
     def scoring_rules(self) -> ScoringRules:
         """The scoring options with 'auto' resolved against the task source."""
         official = self.tasks.source == "colbench"
@@ -781,6 +784,8 @@ class FrontendParams(Section):
     simulator: DesignSimulatorParams = Field(description=DesignSimulatorParams.__doc__)
     scoring: FrontendScoringParams = Field(description=FrontendScoringParams.__doc__)
     model: ModelParams = Field(description=ModelParams.__doc__)
+
+    imports_trajectories: ClassVar[bool] = False
 
 
 class ChatTemplateParams(Section):
@@ -867,8 +872,8 @@ class Params(Section):
             if self.domain(domain).tasks.n_val == 0:
                 raise ValueError(f"train_domains has {domain!r}, whose tasks.n_val is 0: nothing to validate on")
         if self.rollout.source == "import":
-            if "frontend" in self.train_domains:
-                raise ValueError("rollout.source 'import' reads backend trajectories; train_domains has 'frontend'")
+            if unable := [d for d in self.train_domains if not self.domain(d).imports_trajectories]:
+                raise ValueError(f"rollout.source 'import' reads backend trajectories; train_domains has {unable[0]!r}")
             tasks = self.backend.tasks
             if tasks.source == "colbench" and tasks.colbench_train is None:
                 raise ValueError("rollout.source 'import' needs training tasks: backend.tasks.colbench_train is null")

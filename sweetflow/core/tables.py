@@ -9,13 +9,16 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
 from sweetflow.core import paths
+from sweetflow.core.domains import domain_module
 from sweetflow.core.errors import InputError
+from sweetflow.core.params import Params
 
 TURN = pl.Struct(
     {
@@ -99,6 +102,11 @@ class TaskSet:
     splits: dict[str, pl.DataFrame]  # "train", "test": one row per task, every reference or target checked
     inputs: list[Path] = field(default_factory=list)  # files the tasks were read from (official JSONL, a corpus)
     metrics: dict = field(default_factory=dict)  # tasks and flagged references by kind, per split
+
+
+def task_builder(domain: str) -> Callable[[Params], TaskSet]:
+    """How `domain` makes its tasks (stage `tasks@<domain>`): `build_tasks` of `sweetflow.<domain>.build`."""
+    return domain_module(domain, "build").build_tasks
 
 
 def split_off_validation(train: list[dict], n_val: int, where: str) -> tuple[list[dict], list[dict]]:

@@ -16,7 +16,7 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from sweetflow.views import POLICY_SYSTEM_PROMPTS, policy_instructions
+from sweetflow.views import every_policy_instructions
 
 BOS = "<|begin|>"
 EOS = "<|end|>"  # ends every message; the model emits it to end its turn, generation stops on it
@@ -30,11 +30,6 @@ SPECIAL_TOKENS = [PAD, BOS, EOS] + [f"<|{role}|>" for role in ROLES]
 # holds (the critic's training-time information) is kept: a model trained from scratch cannot read
 # instructions, and they would be a quarter of every sequence it trains on and generates from. The
 # instructions state the run's turn limit, so the template is made for it (`chat_template`).
-def policy_instructions_of(max_turns: int) -> tuple[str, ...]:
-    """The policy's instructions of every domain, in episodes of at most `max_turns` turns."""
-    return tuple(policy_instructions(domain, max_turns) for domain in POLICY_SYSTEM_PROMPTS)
-
-
 def chat_template(max_turns: int) -> str:
     """`<|begin|><|system|>…<|end|><|user|>…<|end|><|assistant|>…<|end|>`. No whitespace around the
     role markers: every token the model sees is either a marker or content. The assistant's content
@@ -42,7 +37,7 @@ def chat_template(max_turns: int) -> str:
     `apply_chat_template(..., return_assistant_tokens_mask=True)` marks exactly the tokens a policy is
     trained on (content + the EOS that ends its turn). System messages lose the policy's instructions
     for episodes of at most `max_turns` turns."""
-    elide = "".join(f" | replace({json.dumps(prompt)}, '')" for prompt in policy_instructions_of(max_turns))
+    elide = "".join(f" | replace({json.dumps(prompt)}, '')" for prompt in every_policy_instructions(max_turns))
     return (
         "{{ bos_token }}"
         "{% for message in messages %}"
@@ -177,7 +172,7 @@ def tokenizer_corpus(tasks: list[dict], chats: list[list[dict]], max_turns: int)
     """What the tokenizer learns its merges from: every task's description, hidden facts and
     reference code, and the demonstrations as the model will read them: the tiny model's chat
     template leaves the policy's instructions (for `max_turns` turns) out, so they are left out here too."""
-    instructions = policy_instructions_of(max_turns)
+    instructions = every_policy_instructions(max_turns)
     for task in tasks:
         yield task["problem_description"]
         yield from (fact["fact"] for fact in task.get("facts") or [])

@@ -38,6 +38,7 @@ from accelerate.utils import parse_flag_from_env, send_to_device, set_seed
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
+from sweetflow.core.artifacts import temporary_path
 from sweetflow.core.params import LoraParams, ParamsError, TrainerParams, TrainingParams
 from sweetflow.rl.batching import LengthGroupedBatches, micro_batches
 
@@ -387,7 +388,7 @@ def live_report(report: Path | str) -> Iterator[Path]:
     kill there is the whole previous report or the whole new one, never a mix."""
     report = Path(report)
     report.parent.mkdir(parents=True, exist_ok=True)
-    tmp = report.with_name(f".{report.name}.tmp-{os.getpid()}")
+    tmp = temporary_path(report)
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         yield tmp

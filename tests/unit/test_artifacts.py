@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from fnmatch import fnmatch
 
 import psutil
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from sweetflow.core.artifacts import MANIFEST, code_version, content_hash, read_manifest, read_run_record, stage_output
 from tests.support.params import project_params
+from tests.support.project import ROOT
 
 
 @pytest.fixture(autouse=True)
@@ -103,6 +105,24 @@ def test_content_hash_sees_every_byte_and_name_but_not_manifests(tmp_path_factor
     name = next(iter(files))
     (d / name).write_bytes(files[name] + b"x")
     assert content_hash(d) != before
+
+
+def test_content_hash_skips_what_a_killed_stage_left_behind_as_dvc_does(tmp_path):
+    """A killed stage leaves `.<name>.tmp-<pid>` beside its output; a stage depending on the parent
+    directory (the report reads reports/<domain>) must hash it as DVC does, which `.dvcignore` tells to
+    skip it. A name that only looks similar is data."""
+    (tmp_path / "stages/critic").mkdir(parents=True)
+    (tmp_path / "stages/critic/metrics.json").write_text("{}")
+    before = content_hash(tmp_path)
+    (tmp_path / "stages/.base_model.tmp-4242").mkdir()
+    (tmp_path / "stages/.base_model.tmp-4242/model.safetensors").write_bytes(b"half")
+    (tmp_path / "stages/.metrics.json.tmp-17").write_text("{")
+    assert content_hash(tmp_path) == before
+    (tmp_path / "stages/base_model.tmp-1").write_text("not hidden")
+    assert content_hash(tmp_path) != before
+    # The same names as the project's .dvcignore pattern, which DVC matches like git does.
+    assert ".*.tmp-*" in (ROOT / ".dvcignore").read_text().splitlines()
+    assert fnmatch(".base_model.tmp-4242", ".*.tmp-*") and not fnmatch("base_model.tmp-1", ".*.tmp-*")
 
 
 def test_code_is_dirty_when_code_changes_not_when_the_pipeline_writes(tmp_path, monkeypatch):
