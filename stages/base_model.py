@@ -2,8 +2,8 @@
 
 `python -m stages.base_model DOMAIN` reads params `DOMAIN.model` and
 - with `model.base: tiny` (the default): `data/DOMAIN/tasks/train.parquet` and
-  `data/DOMAIN/demos/trajectories.parquet`. It trains a byte-level BPE tokenizer on the training tasks and
-  the demonstrations, builds a small Llama with the chat template, and fine-tunes it on every
+  `data/DOMAIN/demos/trajectories.parquet`. It trains a byte-level BPE tokenizer on the demonstrated
+  training tasks and the demonstrations, builds a small Llama with the chat template, and fine-tunes it on every
   demonstration (loss on the agent's turns; the demonstrations of a few held-out tasks measure the
   validation loss). Every demonstration, not only the successful ones: the demonstrator asks about
   each hidden fact with probability `skill`, and a base policy that imitates this mixed skill
@@ -56,8 +56,11 @@ def main() -> None:
 def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage) -> None:
     domain = stage.domain
     tasks_file, demos_file = paths.task_table(domain, "train"), paths.trajectories(domain, "demos")
-    tasks = read_tasks(domain, "train")
     demos = pl.read_parquet(demos_file, columns=["task_id", "seed", "dialogue"]).to_dicts()
+    # The demonstrated tasks only: a larger task pool for the offline data (demos.max_tasks) leaves the
+    # tokenizer, the held-out split and so the base model as they are.
+    demonstrated = {d["task_id"] for d in demos}
+    tasks = [t for t in read_tasks(domain, "train") if t["task_id"] in demonstrated]
     max_turns = stage.params.episodes.max_turns  # the turn limit the demonstrations' prompts state
     chats = demo_chats(tasks, demos, max_turns)
     corpus = tokenizer_corpus(tasks, chats, max_turns)
