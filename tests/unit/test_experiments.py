@@ -4,6 +4,7 @@ override parser applies to exactly the merged parameters."""
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 import subprocess
 import sys
@@ -161,3 +162,19 @@ def test_the_cli_prints_the_command_from_the_params_file_it_is_given(tmp_path):
     shown = subprocess.run([*command, "--params", str(params)], capture_output=True, text=True, cwd=ROOT)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.strip() == "dvc exp run -n only-here -S 'train_domains=[frontend]'"
+
+
+SCALE_RECORDS = [r for r in RECORDS if r.name.startswith("scale-")]
+
+
+@pytest.mark.parametrize("record", SCALE_RECORDS, ids=lambda p: p.name)
+def test_each_data_scale_point_starts_from_the_same_base_policy(record):
+    """docs/scaling.md: only the offline data grows, so every point's base policy is the default's: the
+    same zero-shot success on the same test tasks and seeds, to the last episode. (Its checkpoint's
+    directory hash cannot be compared: the manifest inside names the task table, which grows.)"""
+
+    def zero_shot(point: Path) -> dict:
+        rows = json.loads((point / "summary/results.json").read_text())["domains"]["backend"]["rows"]
+        return next(row for row in rows if row["method"] == "zero_shot")
+
+    assert zero_shot(record) == zero_shot(ROOT / "reports/experiments/scale-750")
