@@ -216,9 +216,13 @@ def _few_collisions(keys: list) -> list:
     return keys
 
 
+# One encoder for every output: `json.dumps` with separators would build a new one each time.
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
 def dumps(value: object) -> str:
     """Encode a live value to its JSON text (used inside the sandbox)."""
-    return json.dumps(encode(value), separators=(",", ":"))
+    return _ENCODER.encode(encode(value))
 
 
 def loads(text: str) -> object:

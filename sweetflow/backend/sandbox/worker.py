@@ -32,6 +32,7 @@ import ctypes
 import errno
 import gc
 import json
+import marshal
 import os
 import resource
 import select
@@ -437,12 +438,14 @@ def _read_job(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _child(jail: Jail, job_fd: int, result_fd: int, devnull: int, workdir: str) -> None:
-    """Runs in the forked child; never returns. Without a job it only enters its walls (a check)."""
+def _child(jail: Jail, job_fd: int, result_fd: int, workdir: str) -> None:
+    """Runs in the forked child; never returns. Without a job it only enters its walls (a check).
+
+    All that is the same for every child (its standard streams on /dev/null, its environment, the
+    alarm's handler) the template set up once, before forking it: each child only does what is its
+    own, for every Python object it touches costs it a copied page of the template's memory."""
     try:
         os.setsid()
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
         if jail.mode is not None:
             _enter_walls(jail)
         low, high = sorted((job_fd, result_fd))
@@ -452,25 +455,23 @@ def _child(jail: Jail, job_fd: int, result_fd: int, devnull: int, workdir: str) 
         text = _read_job(job_fd)  # the template forks each child ahead of its job: it waits here
         if not text:
             os._exit(0)
-        job = json.loads(text)
+        job = marshal.loads(text)
         if jail.mode == "root":
             _drop_to_uid(jail.uid)
         os.chdir(workdir)
         if job is None:
             os._exit(0)
         _limits(job["limits"])
-        os.environ.clear()
-        os.environ.update(CHILD_ENV, HOME=workdir, TMPDIR=workdir)
         random.seed()  # a fresh process would seed from the OS; don't inherit the worker's state
-        out = os.fdopen(result_fd, "w", buffering=1)
     except BaseException:
         os._exit(3)
 
     timeout = float(job["limits"]["call_timeout_s"])
-    signal.signal(signal.SIGALRM, _on_alarm)
 
     def emit(*fields: str) -> None:
-        out.write("\t".join(fields) + "\n")
+        # One write per record, before the next call runs: what an answer's later call kills is kept.
+        # The records are ASCII (plaindata's JSON escapes everything else).
+        _write_all(result_fd, ("\t".join(fields) + "\n").encode())
 
     def timed(fn):
         signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -505,7 +506,6 @@ def _child(jail: Jail, job_fd: int, result_fd: int, devnull: int, workdir: str) 
             emit(str(i), "error", _error_kind(e))
         else:
             emit(str(i), "out", text)
-    out.flush()
     os._exit(0)
 
 
@@ -539,15 +539,20 @@ def _read_results(fd: int, deadline: float, max_bytes: int) -> tuple[bytes, str 
 
 
 def _kill_uid(uid: int) -> None:
-    """Kill every process owned by `uid` (the child and anything it managed to start)."""
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+    """Kill every process of `uid` (the child and anything it managed to start) in one call: kill(-1)
+    reaches each process the caller may signal, and as `uid` (real and effective, without root's
+    capabilities) that is each process whose real or saved uid is `uid`. Root stays our saved uid,
+    which takes us back. A scan of /proc, a stat per process of the machine, cost more than the answer."""
+    os.setresuid(uid, uid, 0)
+    try:
+        if uid <= 0 or os.getresuid() != (uid, uid, 0):  # as root, kill(-1) would reach every process
+            raise OSError(errno.EPERM, f"could not take uid {uid} to kill its processes")
         try:
-            if os.stat(f"/proc/{name}").st_uid == uid:
-                os.kill(int(name), signal.SIGKILL)
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:  # nothing to signal
             pass
+    finally:
+        os.setresuid(0, 0, 0)
 
 
 STATUS = struct.Struct("i")
@@ -563,14 +568,20 @@ def start_template(jail: Jail, devnull: int) -> socket.socket:
     try:
         ours.close()
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        for fd in (0, 1):
-            os.dup2(devnull, fd)  # the pool's pipes are the worker's: its death must close them
-        _template(theirs, jail, devnull)
+        # The pool's pipes are the worker's (its death must close them), and the children write
+        # nowhere but their results pipe: what they print goes to /dev/null.
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        workdir = WORKDIR if jail.mode is not None else os.path.join(jail.scratch, "work")
+        os.environ.clear()
+        os.environ.update(CHILD_ENV, HOME=workdir, TMPDIR=workdir)
+        signal.signal(signal.SIGALRM, _on_alarm)
+        _template(theirs, jail, workdir)
     finally:
         os._exit(0)
 
 
-def _template(sock: socket.socket, jail: Jail, devnull: int) -> None:
+def _template(sock: socket.socket, jail: Jail, workdir: str) -> None:
     """Fork a child, hand the worker the child's pid, the write end of its job pipe and the read end
     of its results pipe, report how the child ended; then the next. Each child is forked while the
     worker answers the pool for the one before, and waits for its job."""
@@ -579,13 +590,12 @@ def _template(sock: socket.socket, jail: Jail, devnull: int) -> None:
         result_r, result_w = os.pipe()
         if jail.mode == "user-namespace":
             _unshare(CLONE_NEWPID, "a pid namespace")  # the next child's, and its alone
-        workdir = WORKDIR if jail.mode is not None else os.path.join(jail.scratch, "work")
         pid = os.fork()
         if pid == 0:
             sock.close()
             os.close(job_w)
             os.close(result_r)
-            _child(jail, job_r, result_w, devnull, workdir)
+            _child(jail, job_r, result_w, workdir)
         if jail.mode == "user-namespace" and libc.setns(jail.pid_ns, CLONE_NEWPID) != 0:
             raise OSError(ctypes.get_errno(), "setns back to our pid namespace")
         os.close(job_r)
@@ -627,7 +637,8 @@ def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
     limits = job["limits"] if job else {"task_timeout_s": 10, "max_output_bytes": 0}
     deadline = time.monotonic() + float(limits["task_timeout_s"])
     try:
-        _write_all(job_w, line or b"null")
+        # marshal, which the child reads in one call of C, where json's decoder would run Python code.
+        _write_all(job_w, marshal.dumps(job))
     except BrokenPipeError:  # the child died entering its walls: its status says so
         pass
     finally:
