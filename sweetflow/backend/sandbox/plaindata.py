@@ -225,10 +225,14 @@ def dumps(value: object) -> str:
     return _ENCODER.encode(encode(value))
 
 
+# One decoder for every text: `json.loads` with an object_hook would build a new one each time.
+_DECODER = json.JSONDecoder(object_hook=_decode_tagged)
+
+
 def loads(text: str) -> object:
     """Decode JSON text produced by `dumps` into builtin objects; raise EncodingError if malformed."""
     try:
-        return json.loads(text, object_hook=_decode_tagged)
+        return _DECODER.decode(text)
     except EncodingError:
         raise
     except (ValueError, TypeError, KeyError, IndexError, RecursionError, ArithmeticError) as e:

@@ -137,6 +137,11 @@ class _Worker:
     scratch: tempfile.TemporaryDirectory | None = None
 
     def start(self) -> None:
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the worker process; `wait_ready` then waits for its walls to be up."""
         self.scratch = tempfile.TemporaryDirectory(prefix="sweetflow-sandbox-")
         os.chmod(self.scratch.name, 0o700)
         # A fresh uid per worker, far above any real account, so that its children can signal
@@ -161,6 +166,8 @@ class _Worker:
             cwd="/",
             start_new_session=True,
         )
+
+    def wait_ready(self) -> None:
         hello = self._read_line(timeout=60)
         if hello is None:
             raise RuntimeError("sandbox worker failed to start")
@@ -218,8 +225,11 @@ class Sandbox:
 
     def __enter__(self) -> Sandbox:
         try:
+            # All launched before any is waited for: each puts up its walls while the others do.
             for w in self._workers:
-                w.start()
+                w.launch()
+            for w in self._workers:
+                w.wait_ready()
         except BaseException:
             self.__exit__()
             raise

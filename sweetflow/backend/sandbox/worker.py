@@ -36,14 +36,13 @@ import marshal
 import os
 import resource
 import select
-import shutil
 import signal
 import socket
 import stat
 import struct
 import sys
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from sweetflow.backend.sandbox import plaindata
 
@@ -108,8 +107,7 @@ class CallTimeout(BaseException):
     """Raised by the alarm; a BaseException so that `except Exception` in an answer can't eat it."""
 
 
-@dataclass
-class Jail:
+class Jail(NamedTuple):
     """How this worker walls off its children. `mode` is "root" (a fresh uid per worker, namespaces
     made as root), "user-namespace" (a normal user: namespaces of an unprivileged user namespace, and
     a pid namespace per child) or None (no walls: see `problem`)."""
@@ -407,9 +405,20 @@ def _wipe(uid: int) -> None:
             if entry.stat(follow_symlinks=False).st_uid != uid:
                 continue
             if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
+                try:
+                    os.rmdir(entry.path)  # the working directory, most often left empty
+                except OSError:
+                    _remove_tree(entry.path)
             else:
                 os.unlink(entry.path)
+
+
+def _remove_tree(path: str) -> None:
+    # shutil (and the compression modules it loads) only once the template is forked: every module
+    # in our memory then is in each child's, and makes its fork and exit slower.
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _limits(job_limits: dict) -> None:
@@ -582,29 +591,28 @@ def start_template(jail: Jail, devnull: int) -> socket.socket:
 
 
 def _template(sock: socket.socket, jail: Jail, workdir: str) -> None:
-    """Fork a child, hand the worker the child's pid, the write end of its job pipe and the read end
-    of its results pipe, report how the child ended; then the next. Each child is forked while the
-    worker answers the pool for the one before, and waits for its job."""
+    """Hand the worker the write end of the next child's job pipe and the read end of its results
+    pipe, fork the child, send the worker its pid, then how it ended; then the next. Each child is
+    forked while the worker answers the pool for the one before, and waits for its job. The pipes go
+    over before the fork: every page of ours that we write while a child lives is copied."""
     while True:
         job_r, job_w = os.pipe()
         result_r, result_w = os.pipe()
+        socket.send_fds(sock, [b"p"], [job_w, result_r])
+        os.close(job_w)
+        os.close(result_r)
         if jail.mode == "user-namespace":
             _unshare(CLONE_NEWPID, "a pid namespace")  # the next child's, and its alone
         pid = os.fork()
         if pid == 0:
-            sock.close()
-            os.close(job_w)
-            os.close(result_r)
-            _child(jail, job_r, result_w, workdir)
+            _child(jail, job_r, result_w, workdir)  # which closes every descriptor but these two
         if jail.mode == "user-namespace" and libc.setns(jail.pid_ns, CLONE_NEWPID) != 0:
             raise OSError(ctypes.get_errno(), "setns back to our pid namespace")
         os.close(job_r)
         os.close(result_w)
-        socket.send_fds(sock, [STATUS.pack(pid)], [job_w, result_r])
-        os.close(job_w)
-        os.close(result_r)
-        _, status = os.waitpid(pid, 0)
         try:
+            sock.sendall(STATUS.pack(pid))
+            _, status = os.waitpid(pid, 0)
             sock.sendall(STATUS.pack(status))
         except OSError:  # the worker is gone
             return
@@ -630,14 +638,15 @@ def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
     elif jail.mode == "root":
         os.mkdir(WORKDIR, 0o700)
         os.chown(WORKDIR, jail.uid, jail.uid)
-    message, fds, _, _ = socket.recv_fds(template, STATUS.size, 2)
-    if len(message) != STATUS.size or len(fds) != 2:
+    message, fds, _, _ = socket.recv_fds(template, 1, 2)
+    if not message or len(fds) != 2:
         raise ConnectionError("the sandbox's template process is gone")
-    (pid,), (job_w, result_r) = STATUS.unpack(message), fds
+    job_w, result_r = fds
     limits = job["limits"] if job else {"task_timeout_s": 10, "max_output_bytes": 0}
     deadline = time.monotonic() + float(limits["task_timeout_s"])
     try:
         # marshal, which the child reads in one call of C, where json's decoder would run Python code.
+        # The child may not be forked yet: the pipe holds the job until it reads it.
         _write_all(job_w, marshal.dumps(job))
     except BrokenPipeError:  # the child died entering its walls: its status says so
         pass
@@ -645,6 +654,7 @@ def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
         os.close(job_w)
     data, problem = _read_results(result_r, deadline, int(limits["max_output_bytes"]))
     os.close(result_r)
+    (pid,) = STATUS.unpack(_recv_exactly(template, STATUS.size))  # sent once the child was forked
     if jail.mode == "root":
         _kill_uid(jail.uid)
         _wipe(jail.uid)
@@ -657,7 +667,7 @@ def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
     (status,) = STATUS.unpack(_recv_exactly(template, STATUS.size))
     signal_no = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     if jail.mode is None:
-        shutil.rmtree(workdir, ignore_errors=True)
+        _remove_tree(workdir)
     return {
         "lines": data.decode("utf-8", "replace"),
         "problem": problem,
@@ -676,9 +686,9 @@ def main() -> None:
     sys.dont_write_bytecode = True
     jail = _isolate()
     if jail.mode == "root":
-        jail.uid = int(os.environ["SWEETFLOW_SANDBOX_UID"])
+        jail = jail._replace(uid=int(os.environ["SWEETFLOW_SANDBOX_UID"]))
     elif jail.mode is None:
-        jail.scratch = os.environ["SWEETFLOW_SANDBOX_SCRATCH"]
+        jail = jail._replace(scratch=os.environ["SWEETFLOW_SANDBOX_SCRATCH"])
     stdin, stdout = sys.stdin.buffer, sys.stdout
     devnull = os.open(os.devnull, os.O_RDWR)
     # Objects that exist now are never collected: the collector then leaves their memory pages
