@@ -528,22 +528,47 @@ def _error_kind(e: BaseException) -> str:
     return "exception"
 
 
-def _read_results(fd: int, deadline: float, max_bytes: int) -> tuple[bytes, str | None]:
-    """Collect the child's result lines until it closes the pipe, runs out of time or says too much."""
-    chunks, size = [], 0
+STATUS = struct.Struct("i")
+# How often the worker empties the results pipe of a child still running (see `_await_child`).
+DRAIN_S = 0.01
+
+
+def _await_child(
+    fd: int, template: socket.socket, deadline: float, max_bytes: int
+) -> tuple[bytes, str | None, int | None]:
+    """Wait for the child's end and collect its result records: (records, problem, its status, or
+    None if it is still running). No record wakes us: the template's report of the child's end does,
+    and in between we empty the pipe every DRAIN_S, so that a child that fills it goes on, and one
+    that closes it (the end of its job), runs out of time or says too much is caught."""
+    os.set_blocking(fd, False)
+    chunks: list[bytes] = []
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return b"".join(chunks), "timeout"
-        ready, _, _ = select.select([fd], [], [], left)
-        if not ready:
-            continue
-        chunk = os.read(fd, 65536)
+            return b"".join(chunks), "timeout", None
+        ended = select.select([template], [], [], min(left, DRAIN_S))[0]
+        status = STATUS.unpack(_recv_exactly(template, STATUS.size))[0] if ended else None
+        state = _drain(fd, chunks, max_bytes)
+        if state == "too_large":
+            return b"".join(chunks), "output_too_large", status
+        if ended or state == "closed":
+            return b"".join(chunks), None, status
+
+
+def _drain(fd: int, chunks: list[bytes], max_bytes: int) -> str:
+    """Read what the (non-blocking) pipe holds into `chunks`: "open", "closed" or "too_large" (past
+    `max_bytes`; the chunk that went past them is left out)."""
+    size = sum(map(len, chunks))
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return "open"
         if not chunk:
-            return b"".join(chunks), None
+            return "closed"
         size += len(chunk)
         if size > max_bytes:
-            return b"".join(chunks), "output_too_large"
+            return "too_large"
         chunks.append(chunk)
 
 
@@ -564,7 +589,6 @@ def _kill_uid(uid: int) -> None:
         os.setresuid(0, 0, 0)
 
 
-STATUS = struct.Struct("i")
 
 
 def start_template(jail: Jail, devnull: int) -> socket.socket:
@@ -652,9 +676,9 @@ def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
         pass
     finally:
         os.close(job_w)
-    data, problem = _read_results(result_r, deadline, int(limits["max_output_bytes"]))
-    os.close(result_r)
     (pid,) = STATUS.unpack(_recv_exactly(template, STATUS.size))  # sent once the child was forked
+    data, problem, status = _await_child(result_r, template, deadline, int(limits["max_output_bytes"]))
+    os.close(result_r)
     if jail.mode == "root":
         _kill_uid(jail.uid)
         _wipe(jail.uid)
@@ -664,7 +688,8 @@ def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    (status,) = STATUS.unpack(_recv_exactly(template, STATUS.size))
+    if status is None:
+        (status,) = STATUS.unpack(_recv_exactly(template, STATUS.size))
     signal_no = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     if jail.mode is None:
         _remove_tree(workdir)
