@@ -13,14 +13,20 @@ inside an unprivileged user namespace, and gives each child a pid namespace of i
 `_isolate_in_user_namespace`). Where neither works it runs without them and says why.
 
 Before it reads any job it forks a template: a process that has never held an answer's text or
-results, and forks every child. Ahead of each job the template makes two pipes, forks the child and
-hands this process the job's write end and the results' read end (`socket.send_fds`), keeping
-neither: the code goes from here to the child, the results from the child to here, and no child
+results, and forks every child. Ahead of each job the template makes two pipes, hands this process
+the job's write end and the results' read end (`socket.send_fds`), keeping neither, and forks the
+child: the code goes from here to the child, the results from the child to here, and no child
 starts with another answer in its memory. The child starts its own session, enters its walls (see
 `_enter_walls`), closes every other descriptor, waits for its job, applies resource limits,
-executes the answer and then each test call under a per-call alarm, and streams one line per call
+executes the answer and then each test call under a per-call alarm, and writes one line per call
 back. This process enforces the wall-clock bound and kills whatever the child left behind; the
 template reaps it and reports how it ended.
+
+A child costs what it does after the fork, and mostly what it writes: every page of the template's
+memory it writes is copied (about 400 pages an answer, at 1 to 4 µs each). So whatever is the same
+for every child the template does once, before any fork (see `start_template`), the job comes as
+marshal (one call of C to read), the results go straight to the pipe, and the template forks from
+as small a memory as the worker can have.
 
 Protocol on stdin/stdout: one JSON object per line each way (see `Sandbox`). Standard library only,
 plus `sweetflow.backend.sandbox.plaindata`.
@@ -438,8 +444,8 @@ def _on_alarm(signum, frame):
 
 
 def _read_job(fd: int) -> bytes:
-    """The job the worker writes to the child's pipe: its JSON, `null` for a check that the walls go
-    up, nothing when the worker is gone."""
+    """The job the worker writes to the child's pipe: its request as marshal, None's for a check that
+    the walls go up, nothing when the worker is gone."""
     chunks = []
     while chunk := os.read(fd, 1 << 16):
         chunks.append(chunk)
