@@ -22,6 +22,7 @@ user in unprivileged user namespaces; where they can do neither the pool refuses
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -180,7 +181,7 @@ class _Worker:
             return None
         return self.proc.stdout.readline() or None
 
-    @property
+    @functools.cached_property
     def limits(self) -> dict:
         # Only the limits: BackendScoringParams adds scoring options that are no business of the worker's.
         return {name: getattr(self.params, name) for name in SandboxParams.model_fields if name != "run_without_walls"}
