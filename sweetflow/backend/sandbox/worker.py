@@ -595,8 +595,6 @@ def _kill_uid(uid: int) -> None:
         os.setresuid(0, 0, 0)
 
 
-
-
 def start_template(jail: Jail, devnull: int) -> socket.socket:
     """Fork the template, which forks every child (see the module's docstring); return our end of
     the socket it hands each child's pipes over. Called before any job is read."""
