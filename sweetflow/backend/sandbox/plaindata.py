@@ -216,15 +216,23 @@ def _few_collisions(keys: list) -> list:
     return keys
 
 
+# One encoder for every output: `json.dumps` with separators would build a new one each time.
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
 def dumps(value: object) -> str:
     """Encode a live value to its JSON text (used inside the sandbox)."""
-    return json.dumps(encode(value), separators=(",", ":"))
+    return _ENCODER.encode(encode(value))
+
+
+# One decoder for every text: `json.loads` with an object_hook would build a new one each time.
+_DECODER = json.JSONDecoder(object_hook=_decode_tagged)
 
 
 def loads(text: str) -> object:
     """Decode JSON text produced by `dumps` into builtin objects; raise EncodingError if malformed."""
     try:
-        return json.loads(text, object_hook=_decode_tagged)
+        return _DECODER.decode(text)
     except EncodingError:
         raise
     except (ValueError, TypeError, KeyError, IndexError, RecursionError, ArithmeticError) as e:

@@ -22,6 +22,7 @@ user in unprivileged user namespaces; where they can do neither the pool refuses
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -137,6 +138,11 @@ class _Worker:
     scratch: tempfile.TemporaryDirectory | None = None
 
     def start(self) -> None:
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the worker process; `wait_ready` then waits for its walls to be up."""
         self.scratch = tempfile.TemporaryDirectory(prefix="sweetflow-sandbox-")
         os.chmod(self.scratch.name, 0o700)
         # A fresh uid per worker, far above any real account, so that its children can signal
@@ -161,6 +167,8 @@ class _Worker:
             cwd="/",
             start_new_session=True,
         )
+
+    def wait_ready(self) -> None:
         hello = self._read_line(timeout=60)
         if hello is None:
             raise RuntimeError("sandbox worker failed to start")
@@ -173,7 +181,7 @@ class _Worker:
             return None
         return self.proc.stdout.readline() or None
 
-    @property
+    @functools.cached_property
     def limits(self) -> dict:
         # Only the limits: BackendScoringParams adds scoring options that are no business of the worker's.
         return {name: getattr(self.params, name) for name in SandboxParams.model_fields if name != "run_without_walls"}
@@ -218,8 +226,11 @@ class Sandbox:
 
     def __enter__(self) -> Sandbox:
         try:
+            # All launched before any is waited for: each puts up its walls while the others do.
             for w in self._workers:
-                w.start()
+                w.launch()
+            for w in self._workers:
+                w.wait_ready()
         except BaseException:
             self.__exit__()
             raise

@@ -13,14 +13,20 @@ inside an unprivileged user namespace, and gives each child a pid namespace of i
 `_isolate_in_user_namespace`). Where neither works it runs without them and says why.
 
 Before it reads any job it forks a template: a process that has never held an answer's text or
-results, and forks every child. Ahead of each job the template makes two pipes, forks the child and
-hands this process the job's write end and the results' read end (`socket.send_fds`), keeping
-neither: the code goes from here to the child, the results from the child to here, and no child
+results, and forks every child. Ahead of each job the template makes two pipes, hands this process
+the job's write end and the results' read end (`socket.send_fds`), keeping neither, and forks the
+child: the code goes from here to the child, the results from the child to here, and no child
 starts with another answer in its memory. The child starts its own session, enters its walls (see
 `_enter_walls`), closes every other descriptor, waits for its job, applies resource limits,
-executes the answer and then each test call under a per-call alarm, and streams one line per call
+executes the answer and then each test call under a per-call alarm, and writes one line per call
 back. This process enforces the wall-clock bound and kills whatever the child left behind; the
 template reaps it and reports how it ended.
+
+A child costs what it does after the fork, and mostly what it writes: every page of the template's
+memory it writes is copied (about 400 pages an answer, at 1 to 4 µs each). So whatever is the same
+for every child the template does once, before any fork (see `start_template`), the job comes as
+marshal (one call of C to read), the results go straight to the pipe, and the template forks from
+as small a memory as the worker can have.
 
 Protocol on stdin/stdout: one JSON object per line each way (see `Sandbox`). Standard library only,
 plus `sweetflow.backend.sandbox.plaindata`.
@@ -32,17 +38,17 @@ import ctypes
 import errno
 import gc
 import json
+import marshal
 import os
 import resource
 import select
-import shutil
 import signal
 import socket
 import stat
 import struct
 import sys
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from sweetflow.backend.sandbox import plaindata
 
@@ -107,8 +113,7 @@ class CallTimeout(BaseException):
     """Raised by the alarm; a BaseException so that `except Exception` in an answer can't eat it."""
 
 
-@dataclass
-class Jail:
+class Jail(NamedTuple):
     """How this worker walls off its children. `mode` is "root" (a fresh uid per worker, namespaces
     made as root), "user-namespace" (a normal user: namespaces of an unprivileged user namespace, and
     a pid namespace per child) or None (no walls: see `problem`)."""
@@ -406,9 +411,20 @@ def _wipe(uid: int) -> None:
             if entry.stat(follow_symlinks=False).st_uid != uid:
                 continue
             if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
+                try:
+                    os.rmdir(entry.path)  # the working directory, most often left empty
+                except OSError:
+                    _remove_tree(entry.path)
             else:
                 os.unlink(entry.path)
+
+
+def _remove_tree(path: str) -> None:
+    # shutil (and the compression modules it loads) only once the template is forked: every module
+    # in our memory then is in each child's, and makes its fork and exit slower.
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _limits(job_limits: dict) -> None:
@@ -428,8 +444,8 @@ def _on_alarm(signum, frame):
 
 
 def _read_job(fd: int) -> bytes:
-    """The job the worker writes to the child's pipe: its JSON, `null` for a check that the walls go
-    up, nothing when the worker is gone."""
+    """The job the worker writes to the child's pipe: its request as marshal, None's for a check that
+    the walls go up, nothing when the worker is gone."""
     chunks = []
     while chunk := os.read(fd, 1 << 16):
         chunks.append(chunk)
@@ -437,12 +453,14 @@ def _read_job(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _child(jail: Jail, job_fd: int, result_fd: int, devnull: int, workdir: str) -> None:
-    """Runs in the forked child; never returns. Without a job it only enters its walls (a check)."""
+def _child(jail: Jail, job_fd: int, result_fd: int, workdir: str) -> None:
+    """Runs in the forked child; never returns. Without a job it only enters its walls (a check).
+
+    All that is the same for every child (its standard streams on /dev/null, its environment, the
+    alarm's handler) the template set up once, before forking it: each child only does what is its
+    own, for every Python object it touches costs it a copied page of the template's memory."""
     try:
         os.setsid()
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
         if jail.mode is not None:
             _enter_walls(jail)
         low, high = sorted((job_fd, result_fd))
@@ -452,25 +470,23 @@ def _child(jail: Jail, job_fd: int, result_fd: int, devnull: int, workdir: str) 
         text = _read_job(job_fd)  # the template forks each child ahead of its job: it waits here
         if not text:
             os._exit(0)
-        job = json.loads(text)
+        job = marshal.loads(text)
         if jail.mode == "root":
             _drop_to_uid(jail.uid)
         os.chdir(workdir)
         if job is None:
             os._exit(0)
         _limits(job["limits"])
-        os.environ.clear()
-        os.environ.update(CHILD_ENV, HOME=workdir, TMPDIR=workdir)
         random.seed()  # a fresh process would seed from the OS; don't inherit the worker's state
-        out = os.fdopen(result_fd, "w", buffering=1)
     except BaseException:
         os._exit(3)
 
     timeout = float(job["limits"]["call_timeout_s"])
-    signal.signal(signal.SIGALRM, _on_alarm)
 
     def emit(*fields: str) -> None:
-        out.write("\t".join(fields) + "\n")
+        # One write per record, before the next call runs: what an answer's later call kills is kept.
+        # The records are ASCII (plaindata's JSON escapes everything else).
+        _write_all(result_fd, ("\t".join(fields) + "\n").encode())
 
     def timed(fn):
         signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -505,7 +521,6 @@ def _child(jail: Jail, job_fd: int, result_fd: int, devnull: int, workdir: str) 
             emit(str(i), "error", _error_kind(e))
         else:
             emit(str(i), "out", text)
-    out.flush()
     os._exit(0)
 
 
@@ -519,22 +534,47 @@ def _error_kind(e: BaseException) -> str:
     return "exception"
 
 
-def _read_results(fd: int, deadline: float, max_bytes: int) -> tuple[bytes, str | None]:
-    """Collect the child's result lines until it closes the pipe, runs out of time or says too much."""
-    chunks, size = [], 0
+STATUS = struct.Struct("i")
+# How often the worker empties the results pipe of a child still running (see `_await_child`).
+DRAIN_S = 0.01
+
+
+def _await_child(
+    fd: int, template: socket.socket, deadline: float, max_bytes: int
+) -> tuple[bytes, str | None, int | None]:
+    """Wait for the child's end and collect its result records: (records, problem, its status, or
+    None if it is still running). No record wakes us: the template's report of the child's end does,
+    and in between we empty the pipe every DRAIN_S, so that a child that fills it goes on, and one
+    that closes it (the end of its job), runs out of time or says too much is caught."""
+    os.set_blocking(fd, False)
+    chunks: list[bytes] = []
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return b"".join(chunks), "timeout"
-        ready, _, _ = select.select([fd], [], [], left)
-        if not ready:
-            continue
-        chunk = os.read(fd, 65536)
+            return b"".join(chunks), "timeout", None
+        ended = select.select([template], [], [], min(left, DRAIN_S))[0]
+        status = STATUS.unpack(_recv_exactly(template, STATUS.size))[0] if ended else None
+        state = _drain(fd, chunks, max_bytes)
+        if state == "too_large":
+            return b"".join(chunks), "output_too_large", status
+        if ended or state == "closed":
+            return b"".join(chunks), None, status
+
+
+def _drain(fd: int, chunks: list[bytes], max_bytes: int) -> str:
+    """Read what the (non-blocking) pipe holds into `chunks`: "open", "closed" or "too_large" (past
+    `max_bytes`; the chunk that went past them is left out)."""
+    size = sum(map(len, chunks))
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return "open"
         if not chunk:
-            return b"".join(chunks), None
+            return "closed"
         size += len(chunk)
         if size > max_bytes:
-            return b"".join(chunks), "output_too_large"
+            return "too_large"
         chunks.append(chunk)
 
 
@@ -550,9 +590,6 @@ def _kill_uid(uid: int) -> None:
             pass
 
 
-STATUS = struct.Struct("i")
-
-
 def start_template(jail: Jail, devnull: int) -> socket.socket:
     """Fork the template, which forks every child (see the module's docstring); return our end of
     the socket it hands each child's pipes over. Called before any job is read."""
@@ -563,38 +600,42 @@ def start_template(jail: Jail, devnull: int) -> socket.socket:
     try:
         ours.close()
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        for fd in (0, 1):
-            os.dup2(devnull, fd)  # the pool's pipes are the worker's: its death must close them
-        _template(theirs, jail, devnull)
+        # The pool's pipes are the worker's (its death must close them), and the children write
+        # nowhere but their results pipe: what they print goes to /dev/null.
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        workdir = WORKDIR if jail.mode is not None else os.path.join(jail.scratch, "work")
+        os.environ.clear()
+        os.environ.update(CHILD_ENV, HOME=workdir, TMPDIR=workdir)
+        signal.signal(signal.SIGALRM, _on_alarm)
+        _template(theirs, jail, workdir)
     finally:
         os._exit(0)
 
 
-def _template(sock: socket.socket, jail: Jail, devnull: int) -> None:
-    """Fork a child, hand the worker the child's pid, the write end of its job pipe and the read end
-    of its results pipe, report how the child ended; then the next. Each child is forked while the
-    worker answers the pool for the one before, and waits for its job."""
+def _template(sock: socket.socket, jail: Jail, workdir: str) -> None:
+    """Hand the worker the write end of the next child's job pipe and the read end of its results
+    pipe, fork the child, send the worker its pid, then how it ended; then the next. Each child is
+    forked while the worker answers the pool for the one before, and waits for its job. The pipes go
+    over before the fork: every page of ours that we write while a child lives is copied."""
     while True:
         job_r, job_w = os.pipe()
         result_r, result_w = os.pipe()
+        socket.send_fds(sock, [b"p"], [job_w, result_r])
+        os.close(job_w)
+        os.close(result_r)
         if jail.mode == "user-namespace":
             _unshare(CLONE_NEWPID, "a pid namespace")  # the next child's, and its alone
-        workdir = WORKDIR if jail.mode is not None else os.path.join(jail.scratch, "work")
         pid = os.fork()
         if pid == 0:
-            sock.close()
-            os.close(job_w)
-            os.close(result_r)
-            _child(jail, job_r, result_w, devnull, workdir)
+            _child(jail, job_r, result_w, workdir)  # which closes every descriptor but these two
         if jail.mode == "user-namespace" and libc.setns(jail.pid_ns, CLONE_NEWPID) != 0:
             raise OSError(ctypes.get_errno(), "setns back to our pid namespace")
         os.close(job_r)
         os.close(result_w)
-        socket.send_fds(sock, [STATUS.pack(pid)], [job_w, result_r])
-        os.close(job_w)
-        os.close(result_r)
-        _, status = os.waitpid(pid, 0)
         try:
+            sock.sendall(STATUS.pack(pid))
+            _, status = os.waitpid(pid, 0)
             sock.sendall(STATUS.pack(status))
         except OSError:  # the worker is gone
             return
@@ -620,19 +661,22 @@ def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
     elif jail.mode == "root":
         os.mkdir(WORKDIR, 0o700)
         os.chown(WORKDIR, jail.uid, jail.uid)
-    message, fds, _, _ = socket.recv_fds(template, STATUS.size, 2)
-    if len(message) != STATUS.size or len(fds) != 2:
+    message, fds, _, _ = socket.recv_fds(template, 1, 2)
+    if not message or len(fds) != 2:
         raise ConnectionError("the sandbox's template process is gone")
-    (pid,), (job_w, result_r) = STATUS.unpack(message), fds
+    job_w, result_r = fds
     limits = job["limits"] if job else {"task_timeout_s": 10, "max_output_bytes": 0}
     deadline = time.monotonic() + float(limits["task_timeout_s"])
     try:
-        _write_all(job_w, line or b"null")
+        # marshal, which the child reads in one call of C, where json's decoder would run Python code.
+        # The child may not be forked yet: the pipe holds the job until it reads it.
+        _write_all(job_w, marshal.dumps(job))
     except BrokenPipeError:  # the child died entering its walls: its status says so
         pass
     finally:
         os.close(job_w)
-    data, problem = _read_results(result_r, deadline, int(limits["max_output_bytes"]))
+    (pid,) = STATUS.unpack(_recv_exactly(template, STATUS.size))  # sent once the child was forked
+    data, problem, status = _await_child(result_r, template, deadline, int(limits["max_output_bytes"]))
     os.close(result_r)
     if jail.mode == "root":
         _kill_uid(jail.uid)
@@ -643,10 +687,11 @@ def run_job(line: bytes | None, jail: Jail, template: socket.socket) -> dict:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    (status,) = STATUS.unpack(_recv_exactly(template, STATUS.size))
+    if status is None:
+        (status,) = STATUS.unpack(_recv_exactly(template, STATUS.size))
     signal_no = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     if jail.mode is None:
-        shutil.rmtree(workdir, ignore_errors=True)
+        _remove_tree(workdir)
     return {
         "lines": data.decode("utf-8", "replace"),
         "problem": problem,
@@ -665,9 +710,9 @@ def main() -> None:
     sys.dont_write_bytecode = True
     jail = _isolate()
     if jail.mode == "root":
-        jail.uid = int(os.environ["SWEETFLOW_SANDBOX_UID"])
+        jail = jail._replace(uid=int(os.environ["SWEETFLOW_SANDBOX_UID"]))
     elif jail.mode is None:
-        jail.scratch = os.environ["SWEETFLOW_SANDBOX_SCRATCH"]
+        jail = jail._replace(scratch=os.environ["SWEETFLOW_SANDBOX_SCRATCH"])
     stdin, stdout = sys.stdin.buffer, sys.stdout
     devnull = os.open(os.devnull, os.O_RDWR)
     # Objects that exist now are never collected: the collector then leaves their memory pages

@@ -8,6 +8,7 @@ A row is `{"problem_description": str, "ground_truth": str, "test_cases": {"test
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from pathlib import Path
@@ -74,6 +75,8 @@ def signature_of(description: str) -> str | None:
     return body[match.start() :] if match else None
 
 
+# A file of trajectories holds each task many times (one per episode): its reference is parsed once.
+@functools.lru_cache(maxsize=4096)
 def _function_of(reference: str, description: str) -> tuple[str, str]:
     """Name and signature of the function the task asks for (the first top-level def)."""
     signature = signature_of(description)
