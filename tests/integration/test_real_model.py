@@ -5,8 +5,8 @@ stage: the GGUF's conversion (base_model), the critic with training-time informa
 preference loss), candidates, their ranking, step pairs, the SWEET-RL policy (LoRA) and its evaluation.
 The offline trajectories come from a scripted agent (the rollout stage trains nothing).
 
-Sized to take at most 3 minutes on two loaded cores: the GGUF's conversion (transformers parses the
-file three times and de-quantizes 135M weights) is about a third of it."""
+About 140 s of CPU time, one process at a time (docs/real-model.md has the measurements): 4 minutes on
+two cores loaded to 6, 3 where the test has a core to itself."""
 
 from __future__ import annotations
 
