@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from sweetflow.core.artifacts import temporary_path
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import EXTERNAL_MODELS
 
@@ -95,7 +96,7 @@ def link_packaged(distribution: str, root: Path = Path(".")) -> tuple[Path, str]
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists() and os.path.samefile(source, target):
         return relative, "hardlink"
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp = temporary_path(target)
     try:
         os.link(source, tmp)
         how = "hardlink"
