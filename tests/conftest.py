@@ -48,9 +48,9 @@ def _no_endpoint_answers_from_earlier_tests():
 SLOWEST_FIRST = (
     "tests/integration/test_pipeline.py",  # builds the reproduced project, which four more files read
     "tests/integration/test_stock_templates.py",
-    "tests/integration/test_engines.py",  # Snakemake's run first, beside the build
-    "tests/integration/test_run_cache.py",
     "tests/integration/test_import_pipeline.py",
+    "tests/integration/test_engines.py",  # Snakemake runs before the test asks for the project
+    "tests/integration/test_run_cache.py",
     "tests/integration/test_served_pipeline.py",
     "tests/integration/test_pipeline_changes.py",
     "tests/integration/test_portable_kernels.py",
