@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.support.project import SMALL_PARAMS, make_project, run
+from tests.support.reproduced import reproduced_project
 
 pytest_plugins = ["tests.support.llm_server", "tests.support.corpus"]
 
@@ -20,12 +20,8 @@ settings.load_profile("suite")
 
 @pytest.fixture(scope="session")
 def repro_project(tmp_path_factory) -> Path:
-    """One small project on which `dvc repro` has run; tests that only read it share it."""
-    project = make_project(tmp_path_factory.mktemp("dvc") / "project", SMALL_PARAMS)
-    run(["dvc", "repro", "--quiet"], project, timeout=1800)  # a shared machine may be slow
-    run(["git", "add", "-A"], project)
-    run(["git", "commit", "-q", "-m", "repro"], project)
-    return project
+    """One small project on which `dvc repro` has run, built once per run (tests.support.reproduced)."""
+    return reproduced_project(tmp_path_factory)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -44,3 +40,31 @@ def _no_endpoint_answers_from_earlier_tests():
     from sweetflow.core import artifacts
 
     artifacts._ANSWERED.clear()
+
+
+# The slowest files first (figures: `pytest --durations`), the project's build first of all: under
+# `pytest -n 2 --dist loadfile` they start at once and the many quick files fill in after them, instead
+# of a long file starting last. xdist would otherwise order files by their number of tests.
+SLOWEST_FIRST = (
+    "tests/integration/test_pipeline.py",  # builds the reproduced project, which four more files read
+    "tests/integration/test_stock_templates.py",
+    "tests/integration/test_import_pipeline.py",
+    "tests/integration/test_engines.py",  # Snakemake runs before the test asks for the project
+    "tests/integration/test_run_cache.py",
+    "tests/integration/test_served_pipeline.py",
+    "tests/integration/test_pipeline_changes.py",
+    "tests/integration/test_portable_kernels.py",
+    "tests/unit/frontend/test_render.py",
+    "tests/integration/test_benches.py",
+    "tests/integration/test_distributed_training.py",
+)
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # xdist's option, absent under -p no:xdist
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items):
+    rank = {path: i for i, path in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest keep their order

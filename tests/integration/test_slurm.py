@@ -16,8 +16,9 @@ import yaml
 
 from sweetflow.core.artifacts import content_hash
 from sweetflow.dag import StageSpec, load_stages, rule_name
-from tests.integration.test_pipeline import CHECKPOINT_FILES, DATA_OUTS, METRICS, upstream
+from tests.integration.test_engines import upstream
 from tests.support.project import ROOT, SMALL_PARAMS, make_project, run, tool_env
+from tests.support.reproduced import CHECKPOINT_FILES, DATA_OUTS, METRICS
 
 pytestmark = pytest.mark.slurm
 
