@@ -48,6 +48,7 @@ def _no_endpoint_answers_from_earlier_tests():
 SLOWEST_FIRST = (
     "tests/integration/test_pipeline.py",  # builds the reproduced project, which four more files read
     "tests/integration/test_stock_templates.py",
+    "tests/integration/test_real_model.py",
     "tests/integration/test_import_pipeline.py",
     "tests/integration/test_engines.py",  # Snakemake runs before the test asks for the project
     "tests/integration/test_run_cache.py",
