@@ -219,8 +219,10 @@ def test_the_served_agent_generates_through_its_own_server_and_stops_it_on_an_in
             update={"checkpoint": str(tiny_checkpoint), "server": cpu_server(), "max_new_tokens": 8, "concurrency": 2}
         )
     )
+    # The session's shared server (`openai_server`) may serve the same checkpoint: the agent's own is the new child.
+    before = set(psutil.Process().children())
     with pytest.raises(KeyboardInterrupt), open_model_agent(params) as agent:
-        server = next(p for p in psutil.Process().children() if str(tiny_checkpoint) in p.cmdline())
+        (server,) = (p for p in set(psutil.Process().children()) - before if str(tiny_checkpoint) in p.cmdline())
         turns = agent.act(views(3))
         raise KeyboardInterrupt
     assert all(isinstance(t, AgentTurn) and t.raw is not None for t in turns)
