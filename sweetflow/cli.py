@@ -15,6 +15,7 @@ from rich.tree import Tree
 
 from sweetflow.core.errors import InputError, StageFailed
 from sweetflow.core.params import DOMAINS
+from sweetflow.tuning import EPOCHS, LEARNING_RATES
 
 console = Console()
 
@@ -180,7 +181,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
         overlay = experiments.set_arguments(experiments.read_overlay(args.overlay, args.params)) if args.overlay else []
         queued = args.action == "queue"
         names = tuning.launch(
-            args.domain, {name: policies[name].method for name in chosen}, overlay, args.grid == "full", queued=queued
+            args.domain,
+            {name: policies[name].method for name in chosen},
+            overlay,
+            args.grid == "full",
+            queued=queued,
+            learning_rates=tuple(args.learning_rates),
+            epochs=tuple(args.epochs),
         )
         console.print(
             f"queued {len(names)} experiments; run them with `dvc queue start -j 1`"
@@ -271,8 +278,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--grid",
         choices=["full", "lr-epochs"],
         default="full",
-        help="queue, run: full (the preference methods also over the NLL term) or lr-epochs (4 configurations "
-        "for every method)",
+        help="queue, run: full (the preference methods also over the NLL term) or lr-epochs (learning rate × "
+        "epochs for every method)",
+    )
+    p.add_argument(
+        "--learning-rates",
+        nargs="+",
+        type=float,
+        default=LEARNING_RATES,
+        help="queue, run: the grid's learning rates, the same for every policy",
+    )
+    p.add_argument(
+        "--epochs", nargs="+", type=int, default=EPOCHS, help="queue, run: the grid's epochs, the same for every policy"
     )
     p.add_argument(
         "--overlay", type=Path, help="queue, run: an experiment file (configs/experiments/) every configuration runs on"

@@ -33,10 +33,12 @@ DEFAULT_NLL = {"nll_span": "response", "nll_mean": "token"}  # what experiments 
 PREFIX = "tune"
 
 
-def configurations(method: str, nll: bool = True) -> list[dict]:
+def configurations(
+    method: str, nll: bool = True, learning_rates: tuple[float, ...] = LEARNING_RATES, epochs: tuple[int, ...] = EPOCHS
+) -> list[dict]:
     """The grid one policy is tuned over; the same for every policy of the same loss. Without `nll`,
     learning rate × epochs only, for every method alike (the NLL term stays as params.yaml has it)."""
-    grid = [{"learning_rate": lr, "epochs": e} for lr in LEARNING_RATES for e in EPOCHS]
+    grid = [{"learning_rate": lr, "epochs": e} for lr in learning_rates for e in epochs]
     if method == "rft" or not nll:
         return grid
     return [{**g, **nll} for g in grid for nll in NLL_SETTINGS]
@@ -77,6 +79,8 @@ def launch(
     nll: bool = True,
     root: Path = Path("."),
     queued: bool = True,
+    learning_rates: tuple[float, ...] = LEARNING_RATES,
+    epochs: tuple[int, ...] = EPOCHS,
 ) -> list[str]:
     """Queue every configuration of every policy (name → method), each on `overlay` (`-S` arguments);
     returns the experiment names. Not `queued`: run them one after another in the workspace instead,
@@ -85,7 +89,7 @@ def launch(
     the chosen configurations restores their policies and validations instead of training them again."""
     names = []
     for policy, method in policies.items():
-        for config in configurations(method, nll):
+        for config in configurations(method, nll, learning_rates, epochs):
             subprocess.run(queue_command(domain, policy, config, overlay, queued), cwd=root, check=True)
             names.append(experiment_name(domain, policy, config))
     return names
@@ -160,11 +164,13 @@ def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: t
     nll_settings: dict[str, set] = {}  # per policy: the NLL settings its trials ran with
     for t in trials:
         nll_settings.setdefault(t.policy, set()).add(tuple(t.config.get(k) for k in NLL_KEYS))
-    grid = (
-        "learning rate × epochs, and for the preference methods the NLL term (`nll_coef`; 'dialogue' marks the "
+    rates = ", ".join(f"{lr:g}" for lr in sorted({t.config["learning_rate"] for t in trials}))
+    epochs = ", ".join(str(e) for e in sorted({t.config["epochs"] for t in trials}))
+    grid = f"learning rate ({rates}) × epochs ({epochs})" + (
+        ", and for the preference methods the NLL term (`nll_coef`; 'dialogue' marks the "
         "official actor's NLL over the whole dialogue, per sequence)"
         if max(map(len, nll_settings.values())) > 1
-        else "learning rate × epochs (the NLL term as params.yaml has it)"
+        else " (the NLL term as params.yaml has it)"
     )
     out = [
         f"# Tuning on the validation tasks ({domain})",

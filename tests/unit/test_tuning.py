@@ -6,6 +6,8 @@ import json
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sweetflow.tuning import (
     OFFICIAL_NLL,
@@ -20,6 +22,7 @@ from sweetflow.tuning import (
 )
 
 HEADLINE = ("tests_passed", "success_rate")
+METHODS = ("rft", "mtdpo", "sweet")
 
 
 def test_every_preference_method_gets_the_same_grid_and_rft_the_same_without_nll():
@@ -96,6 +99,17 @@ def test_the_lr_epochs_grid_gives_every_method_the_same_four_configurations():
     assert all(set(c) == {"learning_rate", "epochs"} for c in grids["sweet"])
 
 
+@given(
+    rates=st.lists(st.sampled_from([1e-6, 1e-5, 3e-5, 1e-4, 1e-3]), min_size=1, max_size=4, unique=True),
+    epochs=st.lists(st.integers(1, 8), min_size=1, max_size=3, unique=True),
+)
+def test_a_chosen_grid_is_the_same_for_every_method_and_names_each_run_apart(rates, epochs):
+    grids = {m: configurations(m, nll=False, learning_rates=tuple(rates), epochs=tuple(epochs)) for m in METHODS}
+    assert all(g == grids["rft"] for g in grids.values()) and len(grids["rft"]) == len(rates) * len(epochs)
+    names = {experiment_name("backend", "sweet", c) for c in grids["sweet"]}
+    assert len(names) == len(rates) * len(epochs)
+
+
 def test_an_experiment_file_runs_under_every_configuration():
     overlay = ["-S", "train_domains=[frontend]"]
     cmd = queue_command("frontend", "rft", {"learning_rate": 0.001, "epochs": 1}, overlay)
@@ -121,4 +135,4 @@ def test_a_configuration_run_in_the_workspace_is_the_queued_experiment_run_at_on
 def test_a_grid_without_nll_settings_is_described_as_such():
     trials = [trial("sweet", 1e-4, 1, 0.25, 0.5), trial("sweet", 1e-3, 1, 0.2, 0.4)]
     table = render("frontend", trials, choose(trials, HEADLINE, "success_rate"), HEADLINE)
-    assert "learning rate × epochs (the NLL term as params.yaml has it)" in table
+    assert "learning rate (0.0001, 0.001) × epochs (1) (the NLL term as params.yaml has it)" in table
