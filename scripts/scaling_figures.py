@@ -8,7 +8,8 @@ over seeds and, for SWEET-RL against each other method, the paired task-bootstra
 each critic's mechanism metrics. Writes `scaling-success.png` (success against offline trajectories,
 log scale, one line per method with its seed spread) and `scaling-critics.png` (the critics' metrics
 against trajectories), and prints the Markdown tables docs/scaling.md holds. A point whose record
-is not committed yet is left out.
+is not committed yet is left out. A point re-tuned on validation (`scale-<N>-tuned`) is a column of
+its own in the tables and hollow markers in the success plot.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
 RECORDS = Path("reports/experiments")
-POINT = re.compile(r"scale-(\d+)$")
+POINT = re.compile(r"scale-(\d+)(-tuned)?$")
 METHODS = {
     "zero_shot": "zero-shot",
     "rft": "RFT",
@@ -43,21 +44,31 @@ CRITIC_METRICS = {
 SHARES = {"informative_pair_share", "inverted_pair_share", "good_vs_bad_accuracy", "ranking_agreement"}
 
 
-def points(records: Path) -> dict[int, dict]:
-    """The backend results of each committed point, by its number of offline trajectories."""
+def points(records: Path) -> dict[tuple[int, bool], dict]:
+    """The backend results of each committed point, by (offline trajectories, re-tuned at the point)."""
     found = {}
     for record in sorted(records.iterdir()):
         match = POINT.match(record.name)
         results = record / "summary" / "results.json"
         if match and results.is_file():
-            found[int(match.group(1))] = json.loads(results.read_text())["domains"]["backend"]
+            found[int(match.group(1)), bool(match.group(2))] = json.loads(results.read_text())["domains"]["backend"]
     return dict(sorted(found.items()))
 
 
-def stage_minutes(records: Path, n: int) -> dict[str, float]:
+def record_name(point: tuple[int, bool]) -> str:
+    n, tuned = point
+    return f"scale-{n}" + ("-tuned" if tuned else "")
+
+
+def column_label(point: tuple[int, bool]) -> str:
+    n, tuned = point
+    return f"{n:,}" + (", re-tuned" if tuned else "")
+
+
+def stage_minutes(records: Path, point: tuple[int, bool]) -> dict[str, float]:
     """Wall minutes of each stage kind in a point's run records (`runs/`, copied from reports/runs)."""
     minutes: dict[str, float] = {}
-    for run in sorted((records / f"scale-{n}" / "runs").glob("*.json")):
+    for run in sorted((records / record_name(point) / "runs").glob("*.json")):
         kind = run.stem.split("@")[0]
         minutes[kind] = minutes.get(kind, 0.0) + json.loads(run.read_text())["wall_time_s"] / 60
     return minutes
@@ -88,19 +99,33 @@ def critic_value(backend: dict, name: str, metric: str) -> float | None:
     return None if value is None else (100 if metric in SHARES else 1) * value
 
 
-def plot_success(data: dict[int, dict], out: Path) -> None:
+def plot_success(data: dict[tuple[int, bool], dict], out: Path) -> None:
+    """One line per method over the points run with the default's configurations; a re-tuned point
+    is a hollow marker of its method's colour, nudged right so that the two do not hide each other."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    per_point = {n: success(b) for n, b in data.items()}
-    for method, label in METHODS.items():
-        xs = [n for n, s in per_point.items() if method in s]
-        if not xs:
-            continue
-        means, stds = zip(*(per_point[n][method] for n in xs))
-        ax.errorbar(xs, means, yerr=stds, marker="o", capsize=3, label=label)
+    per_point = {point: success(b) for point, b in data.items()}
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for (method, name), color in zip(METHODS.items(), colors):
+        for tuned in (False, True):
+            xs = [p for p, s in per_point.items() if p[1] == tuned and method in s]
+            if not xs:
+                continue
+            means, stds = zip(*(per_point[p][method] for p in xs))
+            ax.errorbar(
+                [n * (1.08 if tuned else 1.0) for n, _ in xs],
+                means,
+                yerr=stds,
+                capsize=3,
+                color=color,
+                **({"marker": "D", "mfc": "none", "ls": "none"} if tuned else {"marker": "o", "label": name}),
+            )
+    if any(tuned for _, tuned in data):
+        ax.plot([], [], "D", mfc="none", color="gray", label="re-tuned on validation at that point")
+    ns = sorted({n for n, _ in data})
     ax.set_xscale("log")
     ax.set_xlabel("offline trajectories")
     ax.set_ylabel("test success (%), mean ± std over seeds")
-    ax.set_xticks(list(data), [f"{n:,}" for n in data])
+    ax.set_xticks(ns, [f"{n:,}" for n in ns])
     ax.xaxis.set_minor_formatter(NullFormatter())  # only the points are labelled
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -109,7 +134,8 @@ def plot_success(data: dict[int, dict], out: Path) -> None:
     plt.close(fig)
 
 
-def plot_critics(data: dict[int, dict], out: Path) -> None:
+def plot_critics(data: dict[tuple[int, bool], dict], out: Path) -> None:
+    data = {n: b for (n, tuned), b in data.items() if not tuned}  # re-tuning the policies leaves the critics
     fig, axes = plt.subplots(1, len(CRITIC_METRICS), figsize=(3.0 * len(CRITIC_METRICS), 3.2))
     for ax, (metric, title) in zip(axes, CRITIC_METRICS.items()):
         for name in ("with_info", "no_info"):
@@ -131,13 +157,13 @@ def row(label: str, cells: list[str]) -> str:
     return f"| {label} | " + " | ".join(cells) + " |\n"
 
 
-def tables(data: dict[int, dict], records: Path = RECORDS) -> str:
-    head = "| method | " + " | ".join(f"{n:,}" for n in data) + " |\n|---|" + "---|" * len(data) + "\n"
+def tables(data: dict[tuple[int, bool], dict], records: Path = RECORDS) -> str:
+    head = "| method | " + " | ".join(map(column_label, data)) + " |\n|---|" + "---|" * len(data) + "\n"
     successes = [success(b) for b in data.values()]
     gaps = [differences(b) for b in data.values()]
     rows = "".join(
-        row(label, ["{:.1f} ± {:.1f}".format(*s[method]) if method in s else "—" for s in successes])
-        for method, label in METHODS.items()
+        row(name, ["{:.1f} ± {:.1f}".format(*s[method]) if method in s else "—" for s in successes])
+        for method, name in METHODS.items()
     )
     diffs = "".join(
         row(
