@@ -46,7 +46,9 @@ def configurations(
 
 def experiment_name(domain: str, policy: str, config: dict) -> str:
     """A git-ref-safe name that says what the experiment tried."""
-    parts = [PREFIX, domain, policy, f"lr{config['learning_rate']:.0e}", f"ep{config['epochs']}"]
+    lr = config["learning_rate"]
+    rate = f"{lr:.0e}" if float(f"{lr:.0e}") == lr else repr(lr)  # 1e-04 as before; 2.5e-05 not as 2e-05
+    parts = [PREFIX, domain, policy, f"lr{rate}", f"ep{config['epochs']}"]
     if "nll_coef" in config:
         parts.append(f"nll{config['nll_coef']:g}")
     if config.get("nll_span") == "dialogue":
