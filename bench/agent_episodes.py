@@ -72,9 +72,8 @@ def main() -> None:
         if checkpoint is None:  # the default's size (params.yaml backend.model), random weights
             m = params.backend.model
             _, words = generate_tasks(0, 200, seed=2)  # enough text for the tokenizer's vocabulary
-            tokenizer = train_tokenizer(
-                [t["problem_description"] for t in words], m.vocab_size, m.max_length, m.pre_tokenizer
-            )
+            texts = [t["problem_description"] for t in words]
+            tokenizer = train_tokenizer(texts, m.vocab_size, episodes.max_turns, m.max_length, m.pre_tokenizer)
             model = build_model(tokenizer, m.hidden_size, m.layers, m.heads, m.max_length, m.seed, m.intermediate_size)
             checkpoint = save_checkpoint(model, tokenizer, Path(tmp) / "checkpoint")
         for n in range(args.rounds):

@@ -4,12 +4,14 @@ Pages are the real ColBench frontend targets (30 rows), repeated. In the same ru
 
   (a) `sweetflow.frontend.render.RenderPool` with 2 pages (the default) and with 1 page: one browser
       started once (in the timing), each page in a browser context of its own;
-  (b) the RenderPool of an earlier commit (`--baseline-rev`, read with `git show`; default: the one
-      that reused a tab and its context for every page of its slot), with 2 pages;
+  (b) with `--baseline-rev`, the RenderPool of an earlier commit (read with `git show` from the
+      repository the imported sweetflow comes from), with 2 pages; e.g. 003b80c, which reused a tab
+      and its context for every page of its slot, against this file at that commit (its render.py
+      imports modules that HEAD has since moved);
   (c) a fresh browser per page: a new one-page RenderPool (Playwright driver and Chromium launched,
       then closed) for every page, one after the other: what a naive renderer does.
 
-(a) and (b) with 2 pages run `--pairs` times, alternating, and the table gives each one's median and
+(a) and, when given, (b) with 2 pages run `--pairs` times, alternating, and the table gives each one's median and
 the median of the per-pair ratios, so that a machine's load drifting during the run falls on both.
 Every method renders offline with the same routing, settling and screenshot, so all give the same
 PNGs; the run checks that they do. Prints a table and writes bench/results/render_throughput.json.
@@ -35,6 +37,7 @@ from types import ModuleType
 from rich.console import Console
 from rich.table import Table
 
+import sweetflow
 from sweetflow.core.inputs import iter_jsonl
 from sweetflow.core.params import load_params
 from sweetflow.frontend.render import RenderPool
@@ -45,13 +48,13 @@ RESULTS = ROOT / "bench" / "results" / "render_throughput.json"
 TAILWIND = ROOT / "vendor" / "tailwindcss-2.2.19" / "tailwind.min.css"
 RENDER = load_params(ROOT / "params.yaml").frontend.scoring.render
 # The last commit whose RenderPool reused a tab and its context for every page of a slot.
-REUSED_TABS_REV = "003b80c"
 
 
 def earlier_render(rev: str) -> ModuleType:
     """sweetflow/frontend/render.py as it was at `rev`, as a module of its own."""
+    repository = Path(sweetflow.__file__).resolve().parents[1]
     source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:sweetflow/frontend/render.py"],
+        ["git", "-C", str(repository), "show", f"{rev}:sweetflow/frontend/render.py"],
         capture_output=True,
         text=True,
         check=True,
@@ -91,11 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rows", type=Path, default=DEFAULT_ROWS, help="ColBench frontend JSONL")
     parser.add_argument(
-        "--pairs", type=int, default=3, help="alternating runs of this pool and the earlier one (default: 3)"
+        "--pairs", type=int, default=3, help="runs of the pool (alternating with the earlier one's) (default: 3)"
     )
-    parser.add_argument(
-        "--baseline-rev", default=REUSED_TABS_REV, help=f"commit of the earlier pool (default: {REUSED_TABS_REV})"
-    )
+    parser.add_argument("--baseline-rev", help="commit of an earlier pool to compare with (default: none)")
     args = parser.parse_args(argv)
     console = Console()
     if not args.rows.exists():
@@ -123,18 +124,20 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     # (a) against (b), 2 pages each, alternating; which one goes first alternates too.
-    earlier = earlier_render(args.baseline_rev).RenderPool
-    times: dict[str, list[float]] = {"pool": [], "earlier": []}
-    failures = {"pool": 0, "earlier": 0}
+    order = [("pool", RenderPool)]
+    if args.baseline_rev:
+        order.append(("earlier", earlier_render(args.baseline_rev).RenderPool))
+    times: dict[str, list[float]] = {name: [] for name, _ in order}
+    failures = dict.fromkeys(times, 0)
     for i in range(args.pairs):
-        order = [("pool", RenderPool), ("earlier", earlier)]
         for name, pool_class in order if i % 2 == 0 else order[::-1]:
             seconds, rendered = pooled(pool_pages, 2, pool_class, f"{name} ({i + 1}/{args.pairs})")
             times[name].append(seconds)
             failures[name] += sum(s is None for s in rendered)
             shots[(name, 2)] = [digest(s) for s in rendered[: len(rows)]]
-    ratios = [b / a for a, b in zip(times["pool"], times["earlier"])]  # pages/s of this pool over the earlier's
     for name, label in (("pool", "pool"), ("earlier", f"pool at {args.baseline_rev}")):
+        if name not in times:
+            continue
         median = statistics.median(times[name])
         results.append(
             {
@@ -148,11 +151,14 @@ def main(argv: list[str] | None = None) -> int:
                 "seconds_each": times[name],
             }
         )
-    paired = {
-        "baseline_rev": args.baseline_rev,
-        "ratios_to_baseline": ratios,
-        "median_ratio_to_baseline": statistics.median(ratios),
-    }
+    paired = {}
+    if args.baseline_rev:
+        ratios = [b / a for a, b in zip(times["pool"], times["earlier"])]  # this pool's pages/s over the earlier's
+        paired = {
+            "baseline_rev": args.baseline_rev,
+            "ratios_to_baseline": ratios,
+            "median_ratio_to_baseline": statistics.median(ratios),
+        }
     seconds, rendered = pooled(pool_pages, 1)
     record("pool", 1, seconds, rendered)
     if args.fresh_pages:
@@ -181,11 +187,12 @@ def main(argv: list[str] | None = None) -> int:
             fresh,
         )
     console.print(table)
-    each = ", ".join(f"{x:.2f}" for x in ratios)
-    console.print(
-        f"this pool / pool at {args.baseline_rev}, pages/s, per pair: {each}; "
-        f"median {paired['median_ratio_to_baseline']:.2f}"
-    )
+    if paired:
+        each = ", ".join(f"{x:.2f}" for x in paired["ratios_to_baseline"])
+        console.print(
+            f"this pool / pool at {args.baseline_rev}, pages/s, per pair: {each}; "
+            f"median {paired['median_ratio_to_baseline']:.2f}"
+        )
     # The same page must give the same PNG whichever browser or pool page rendered it.
     reference = shots[("pool", 2)]
     agree = all(digests == reference[: len(digests)] for digests in shots.values())

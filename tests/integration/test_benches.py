@@ -32,6 +32,11 @@ SMOKE = {
         ["--tasks", "2", "--samples", "1", "--batch-sizes", "32", "--threads", "1"],
         "generation_throughput.json",
     ),
+    "hf_generate": (
+        ["--checkpoint", "models/backend/base", "--batch-sizes", "2", "--tokens", "2", "--history", "0", "1"]
+        + ["--rounds", "1", "--threads", "1"],
+        "hf_generate.json",
+    ),
     "kv_cache": (["--rows", "2", "--contexts", "16", "--steps", "2", "--vocab", "64"], "kv_cache.json"),
     "offline_import": (["--lines", "4"], "offline_import.json"),
     "agent_episodes": (
@@ -83,20 +88,7 @@ def test_every_bench_script_has_a_smoke_size():
     assert sorted(SMOKE) == sorted(p.stem for p in (ROOT / "bench").glob("*.py"))
 
 
-# Failing at their smallest size when this stop ended (see the stop's note); each still runs here.
-ROTTED = {
-    "agent_episodes": "its tiny checkpoint's template fails the adoption probe (TypeError in the tokenizer)",
-    "render_throughput": "its baseline pool is read with `git show` from a commit the smoke root lacks",
-}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(reason=ROTTED[n], strict=False)) if n in ROTTED else n
-        for n in sorted(SMOKE)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(SMOKE))
 def test_bench_script_runs_at_its_smallest_size(bench_root, name):
     args, result = SMOKE[name]
     args = [str(bench_root / f"rows-{a[6:-1]}.jsonl") if a.startswith("{rows:") else a for a in args]
