@@ -8,8 +8,13 @@ over seeds and, for SWEET-RL against each other method, the paired task-bootstra
 each critic's mechanism metrics. Writes `scaling-success.png` (success against offline trajectories,
 log scale, one line per method with its seed spread) and `scaling-critics.png` (the critics' metrics
 against trajectories), and prints the Markdown tables docs/scaling.md holds. A point whose record
-is not committed yet is left out. A point re-tuned on validation (`scale-<N>-tuned`) is a column of
-its own in the tables and hollow markers in the success plot.
+is not committed yet is left out.
+
+Each point is also known by where its policies' configurations were chosen on validation: on the
+default's data (750 trajectories) for a plain point; at N for a point re-tuned there
+(`scale-<N>-tuned`); at N for a point whose params carry the configurations of `scale-<N>-tuned`.
+In the success plot one line joins the points of each (method, configurations chosen at): solid
+for the default's, dashed with hollow markers for a re-tuning's.
 """
 
 from __future__ import annotations
@@ -18,12 +23,15 @@ import argparse
 import json
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
+
+from sweetflow.core.params import load_params  # noqa: E402
 
 RECORDS = Path("reports/experiments")
 POINT = re.compile(r"scale-(\d+)(-tuned)?$")
@@ -44,31 +52,53 @@ CRITIC_METRICS = {
 SHARES = {"informative_pair_share", "inverted_pair_share", "good_vs_bad_accuracy", "ranking_agreement"}
 
 
-def points(records: Path) -> dict[tuple[int, bool], dict]:
-    """The backend results of each committed point, by (offline trajectories, re-tuned at the point)."""
+DEFAULT_DATA = 750  # the default run's offline trajectories, on whose validation params.yaml's choices were made
+
+
+class Point(NamedTuple):
+    trajectories: int
+    chosen_at: int  # the trajectories on whose validation its policies' configurations were chosen
+    name: str  # its record's directory
+
+
+def points(records: Path) -> dict[Point, dict]:
+    """The backend results of each committed point, ordered by trajectories, then where its
+    configurations were chosen."""
     found = {}
     for record in sorted(records.iterdir()):
         match = POINT.match(record.name)
         results = record / "summary" / "results.json"
         if match and results.is_file():
-            found[int(match.group(1)), bool(match.group(2))] = json.loads(results.read_text())["domains"]["backend"]
-    return dict(sorted(found.items()))
+            found[record.name] = json.loads(results.read_text())["domains"]["backend"]
+    chosen = {int(POINT.match(n).group(1)): policies(records / n) for n in found if n.endswith("-tuned")}
+    points = {}
+    for name, backend in found.items():
+        n, tuned = int(POINT.match(name).group(1)), name.endswith("-tuned")
+        mine = policies(records / name)
+        at = n if tuned else next((m for m, p in chosen.items() if mine is not None and p == mine), DEFAULT_DATA)
+        points[Point(n, at, name)] = backend
+    return dict(sorted(points.items()))
 
 
-def record_name(point: tuple[int, bool]) -> str:
-    n, tuned = point
-    return f"scale-{n}" + ("-tuned" if tuned else "")
+def policies(record: Path) -> dict | None:
+    """The policies' configurations in a record's params.yaml (read by the params' own rules: DVC writes
+    1e-05, which YAML 1.1 reads as a string); None if the record has none."""
+    params = record / "params.yaml"
+    return load_params(params).model_dump()["policies"] if params.is_file() else None
 
 
-def column_label(point: tuple[int, bool]) -> str:
-    n, tuned = point
-    return f"{n:,}" + (", re-tuned" if tuned else "")
+def column_label(point: Point) -> str:
+    if point.name.endswith("-tuned"):
+        return f"{point.trajectories:,}, re-tuned"
+    if point.chosen_at != DEFAULT_DATA:
+        return f"{point.trajectories:,}, tuned at {point.chosen_at:,}"
+    return f"{point.trajectories:,}"
 
 
-def stage_minutes(records: Path, point: tuple[int, bool]) -> dict[str, float]:
+def stage_minutes(records: Path, point: Point) -> dict[str, float]:
     """Wall minutes of each stage kind in a point's run records (`runs/`, copied from reports/runs)."""
     minutes: dict[str, float] = {}
-    for run in sorted((records / record_name(point) / "runs").glob("*.json")):
+    for run in sorted((records / point.name / "runs").glob("*.json")):
         kind = run.stem.split("@")[0]
         minutes[kind] = minutes.get(kind, 0.0) + json.loads(run.read_text())["wall_time_s"] / 60
     return minutes
@@ -99,29 +129,31 @@ def critic_value(backend: dict, name: str, metric: str) -> float | None:
     return None if value is None else (100 if metric in SHARES else 1) * value
 
 
-def plot_success(data: dict[tuple[int, bool], dict], out: Path) -> None:
-    """One line per method over the points run with the default's configurations; a re-tuned point
-    is a hollow marker of its method's colour, nudged right so that the two do not hide each other."""
+def plot_success(data: dict[Point, dict], out: Path) -> None:
+    """One line per method and place its configurations were chosen: solid for the default's, dashed
+    with hollow markers (nudged right, so that the two do not hide each other) for a re-tuning's."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     per_point = {point: success(b) for point, b in data.items()}
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for (method, name), color in zip(METHODS.items(), colors):
-        for tuned in (False, True):
-            xs = [p for p, s in per_point.items() if p[1] == tuned and method in s]
+        for at in sorted({p.chosen_at for p in data}):
+            xs = [p for p, s in per_point.items() if p.chosen_at == at and method in s]
             if not xs:
                 continue
             means, stds = zip(*(per_point[p][method] for p in xs))
+            default = at == DEFAULT_DATA
             ax.errorbar(
-                [n * (1.08 if tuned else 1.0) for n, _ in xs],
+                [p.trajectories * (1.0 if default else 1.08) for p in xs],
                 means,
                 yerr=stds,
                 capsize=3,
                 color=color,
-                **({"marker": "D", "mfc": "none", "ls": "none"} if tuned else {"marker": "o", "label": name}),
+                **({"marker": "o", "label": name} if default else {"marker": "D", "mfc": "none", "ls": "--"}),
             )
-    if any(tuned for _, tuned in data):
-        ax.plot([], [], "D", mfc="none", color="gray", label="re-tuned on validation at that point")
-    ns = sorted({n for n, _ in data})
+    for at in sorted({p.chosen_at for p in data} - {DEFAULT_DATA}):
+        label = f"configurations chosen on validation at {at:,}"
+        ax.plot([], [], "D--", mfc="none", color="gray", label=label)
+    ns = sorted({p.trajectories for p in data})
     ax.set_xscale("log")
     ax.set_xlabel("offline trajectories")
     ax.set_ylabel("test success (%), mean ± std over seeds")
@@ -134,8 +166,9 @@ def plot_success(data: dict[tuple[int, bool], dict], out: Path) -> None:
     plt.close(fig)
 
 
-def plot_critics(data: dict[tuple[int, bool], dict], out: Path) -> None:
-    data = {n: b for (n, tuned), b in data.items() if not tuned}  # re-tuning the policies leaves the critics
+def plot_critics(data: dict[Point, dict], out: Path) -> None:
+    # One point per amount of data: re-tuning the policies leaves the critics as they were.
+    data = {p.trajectories: b for p, b in data.items() if not p.name.endswith("-tuned")}
     fig, axes = plt.subplots(1, len(CRITIC_METRICS), figsize=(3.0 * len(CRITIC_METRICS), 3.2))
     for ax, (metric, title) in zip(axes, CRITIC_METRICS.items()):
         for name in ("with_info", "no_info"):
@@ -157,7 +190,7 @@ def row(label: str, cells: list[str]) -> str:
     return f"| {label} | " + " | ".join(cells) + " |\n"
 
 
-def tables(data: dict[tuple[int, bool], dict], records: Path = RECORDS) -> str:
+def tables(data: dict[Point, dict], records: Path = RECORDS) -> str:
     head = "| method | " + " | ".join(map(column_label, data)) + " |\n|---|" + "---|" * len(data) + "\n"
     successes = [success(b) for b in data.values()]
     gaps = [differences(b) for b in data.values()]
