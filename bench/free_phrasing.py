@@ -22,8 +22,8 @@ Two steps:
   `--before FILE` also scores a saved copy of simulators.py (e.g. `git show HEAD~1:...`), so a change
   to the matcher is shown on the same sample, before and after.
 
-Run: `python bench/free_phrasing.py --collect` (needs the `real` extra; minutes on 2 cores), label,
-then `python bench/free_phrasing.py`. Writes `bench/results/free_phrasing.json`.
+Run: `python bench/free_phrasing.py --collect` (needs the `real` extra; about 20 minutes of 2 loaded
+cores), label, then `python bench/free_phrasing.py`. Writes `bench/results/free_phrasing.json`.
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def main() -> None:
     matchers = {"today": ScriptedHuman()}
     if args.before:
         matchers = {"before": load_matcher(args.before), **matchers}
-    groups = {describe(s["source"]): s["messages"] for s in samples}
+    groups = {f"{n}: {describe(s['source'])}": s["messages"] for n, s in enumerate(samples)}
     if len(groups) > 1:
         groups["all"] = [r for s in samples for r in s["messages"]]
     results = {name: {group: score(human, rows) for group, rows in groups.items()} for name, human in matchers.items()}
