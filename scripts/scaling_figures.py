@@ -131,35 +131,37 @@ def critic_value(backend: dict, name: str, metric: str) -> float | None:
 
 def plot_success(data: dict[Point, dict], out: Path) -> None:
     """One line per method and place its configurations were chosen: solid for the default's, dashed
-    with hollow markers (nudged right, so that the two do not hide each other) for a re-tuning's."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    with hollow markers of its own for each re-tuning's (each nudged right a step further, so that
+    none hides another)."""
+    fig, ax = plt.subplots(figsize=(8.6, 4.2))
     per_point = {point: success(b) for point, b in data.items()}
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    retunings = sorted({p.chosen_at for p in data} - {DEFAULT_DATA})
+    style = {at: {"marker": m, "mfc": "none", "ls": "--"} for at, m in zip(retunings, "Ds^v")}
+    nudge = {DEFAULT_DATA: 1.0} | {at: 1.08 ** (i + 1) for i, at in enumerate(retunings)}
     for (method, name), color in zip(METHODS.items(), colors):
-        for at in sorted({p.chosen_at for p in data}):
+        for at in [DEFAULT_DATA, *retunings]:
             xs = [p for p, s in per_point.items() if p.chosen_at == at and method in s]
             if not xs:
                 continue
             means, stds = zip(*(per_point[p][method] for p in xs))
-            default = at == DEFAULT_DATA
             ax.errorbar(
-                [p.trajectories * (1.0 if default else 1.08) for p in xs],
+                [p.trajectories * nudge[at] for p in xs],
                 means,
                 yerr=stds,
                 capsize=3,
                 color=color,
-                **({"marker": "o", "label": name} if default else {"marker": "D", "mfc": "none", "ls": "--"}),
+                **({"marker": "o", "label": name} if at == DEFAULT_DATA else style[at]),
             )
-    for at in sorted({p.chosen_at for p in data} - {DEFAULT_DATA}):
-        label = f"configurations chosen on validation at {at:,}"
-        ax.plot([], [], "D--", mfc="none", color="gray", label=label)
+    for at in retunings:
+        ax.plot([], [], color="gray", label=f"configurations chosen on validation at {at:,}", **style[at])
     ns = sorted({p.trajectories for p in data})
     ax.set_xscale("log")
     ax.set_xlabel("offline trajectories")
     ax.set_ylabel("test success (%), mean ± std over seeds")
     ax.set_xticks(ns, [f"{n:,}" for n in ns])
     ax.xaxis.set_minor_formatter(NullFormatter())  # only the points are labelled
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the plot: it hid points
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
