@@ -1,7 +1,7 @@
 # The two entry points of the README. Each sets up what it needs first.
 # Stage commands call `python`: the venv's must come first on PATH.
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
-.PHONY: setup repro repro-frontend test test-slurm bench
+.PHONY: setup repro repro-frontend repro-scale test test-slurm bench
 
 setup:
 	bash scripts/setup.sh
@@ -14,6 +14,13 @@ repro: setup
 # returns to the default.
 repro-frontend: setup
 	sweetflow experiment configs/experiments/frontend.yaml
+
+# A point of the data-scale experiment (docs/scaling.md) as the DVC experiment of its name: by default
+# the largest, 15,000 trajectories with every method re-tuned there (about 100 minutes of stages on 2
+# cores; how its configurations were chosen: docs/scaling.md). Another: `make repro-scale POINT=scale-3000`.
+POINT ?= scale-15000-tuned
+repro-scale: setup
+	sweetflow experiment configs/experiments/$(POINT).yaml
 
 # The code's format and lint first (ruff, pyproject.toml), then the suite, which ends with its 30 slowest
 # tests (where its time goes; CI's log keeps them). Its slice of the chain on a real
