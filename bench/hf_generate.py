@@ -33,6 +33,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+from tqdm import tqdm  # noqa: E402
 
 from sweetflow.agents.transformers import sample  # noqa: E402
 from sweetflow.backend.tasks.procedural import generate_tasks  # noqa: E402
@@ -106,6 +107,7 @@ def main() -> None:
     model.generation_config.eos_token_id = None  # min_new_tokens needs no stop; ours is given none
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     rows = []
+    progress = tqdm(total=len(args.history) * len(args.batch_sizes) * args.rounds * 2, unit="generation")
     for history in args.history:
         all_prompts = prompts_for(tokenizer, max(args.batch_sizes), history)
         for batch in args.batch_sizes:
@@ -117,6 +119,7 @@ def main() -> None:
                     seconds, out = (ours if name == "ours" else hf)(model, prompts, args.tokens, pad_id)
                     times[name].append(seconds)
                     outputs.setdefault(name, out)
+                    progress.update()
             same = sum(a == b for a, b in zip(outputs["ours"], outputs["hf"])) / batch
             ours_s, hf_s = statistics.median(times["ours"]), statistics.median(times["hf"])
             rows.append(
@@ -132,6 +135,7 @@ def main() -> None:
                     "same_tokens": same,
                 }
             )
+    progress.close()
     table = Table(
         title=f"{checkpoint if args.checkpoint else 'SmolLM2-135M-Instruct'} ({args.dtype}), greedy, "
         f"{args.tokens} new tokens a row, {args.threads} thread(s), median of {args.rounds}"
