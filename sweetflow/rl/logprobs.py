@@ -112,10 +112,10 @@ def _shared_prefix_logps(
         use_cache=True,
         logits_to_keep=keep,
     )
-    if out.past_key_values is None:
+    if out.cache is None:
         raise ValueError("the model returned no cache (gradient checkpointing?): collate with collate_segmented")
     first_logits = out.logits[torch.arange(len(last), device=last.device), torch.searchsorted(keep, last)][group]
-    cache = out.past_key_values
+    cache = out.cache
     cache.batch_select_indices(group)  # one copy of its prefix's keys and values per row
     suffix_ids, suffix_mask, segment_ids = batch["input_ids"], batch["attention_mask"], batch["segment_ids"]
     attention = torch.cat([prefix_mask[group], suffix_mask], dim=1)

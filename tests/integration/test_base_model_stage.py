@@ -75,6 +75,7 @@ def test_hub_id_is_refused_and_a_missing_directory_is_an_input_error(corpus, tmp
         base_model.main()
     missing = "models/external/Llama-3.1-8B-Instruct"
     monkeypatch.chdir(write_inputs(tmp_path / "missing", corpus, {"base": missing}))
-    with pytest.raises(InputError, match=f"model.base: '{missing}' is neither 'tiny' nor a local directory"):
+    neither = f"model.base: '{missing}' is neither 'tiny' nor a local directory or .gguf file"
+    with pytest.raises(InputError, match=neither):
         base_model.main()
     assert not (tmp_path / "models").exists() and not (tmp_path / "missing/models").exists()
