@@ -20,6 +20,7 @@ for the default's, dashed with hollow markers for a re-tuning's.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 from pathlib import Path
@@ -137,7 +138,7 @@ def plot_success(data: dict[Point, dict], out: Path) -> None:
     per_point = {point: success(b) for point, b in data.items()}
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     retunings = sorted({p.chosen_at for p in data} - {DEFAULT_DATA})
-    style = {at: {"marker": m, "mfc": "none", "ls": "--"} for at, m in zip(retunings, "Ds^v")}
+    style = {at: {"marker": m, "mfc": "none", "ls": "--"} for at, m in zip(retunings, itertools.cycle("Ds^v"))}
     nudge = {DEFAULT_DATA: 1.0} | {at: 1.08 ** (i + 1) for i, at in enumerate(retunings)}
     for (method, name), color in zip(METHODS.items(), colors):
         for at in [DEFAULT_DATA, *retunings]:
