@@ -2,7 +2,8 @@
 
 `configs/experiments/<name>.yaml` holds only the keys an experiment changes, nested as in
 params.yaml (`frontend: {tasks: {n_train: 200}}`). Every key must already exist in params.yaml and
-the merged file must validate, so an experiment file cannot drift from the parameters silently.
+the merged file must validate, so an experiment file cannot drift from the parameters silently. A key
+that is null in params.yaml (an option that is off, such as `training.lora`) takes a whole mapping.
 
     sweetflow experiment configs/experiments/frontend.yaml           # dvc exp run -n frontend -S ...
     sweetflow experiment configs/experiments/frontend.yaml --print   # the command, not run
@@ -34,7 +35,7 @@ def read_overlay(path: Path | str, base: Path | str = PARAMS_FILE) -> dict[str, 
     if not isinstance(overlay, dict) or not overlay:
         raise InputError(f"{path}: expected a mapping of the params.yaml keys the experiment changes")
     params = read_yaml(Path(base))
-    changes = dict(_leaves(overlay))
+    changes = dict(_leaves(overlay, params))
     merged = copy.deepcopy(params)
     for key, value in changes.items():
         node = merged
@@ -54,11 +55,12 @@ def read_overlay(path: Path | str, base: Path | str = PARAMS_FILE) -> dict[str, 
     return changes
 
 
-def _leaves(tree: dict, prefix: str = ""):
+def _leaves(tree: dict, base: object, prefix: str = ""):
+    """(dotted key, value) of each leaf of `tree`; a mapping is a leaf where `base` has no mapping."""
     for key, value in tree.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            yield from _leaves(value, dotted + ".")
+        dotted, under = f"{prefix}{key}", base.get(key) if isinstance(base, dict) else None
+        if isinstance(value, dict) and value and isinstance(under, dict):
+            yield from _leaves(value, under, dotted + ".")
         else:
             yield dotted, value
 

@@ -102,6 +102,19 @@ def test_a_key_params_yaml_lacks_is_refused_with_its_name(tmp_path):
         read_overlay(bad, PARAMS)
 
 
+def test_an_option_that_is_off_takes_a_whole_mapping(tmp_path):
+    lora = {"r": 8, "alpha": 16, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
+    on = tmp_path / "lora.yaml"
+    on.write_text(yaml.safe_dump({"training": {"lora": lora, "threads": 1}}))
+    changes = read_overlay(on, PARAMS)
+    assert changes == {"training.lora": lora, "training.threads": 1}  # one value: params.yaml's lora is null
+    assert Params.model_validate(dvc_applied(tmp_path, changes)).training.lora.model_dump() == lora
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(yaml.safe_dump({"training": {"lora": {**lora, "rank": 8}}}))
+    with pytest.raises(InputError, match=r"typo.yaml: the parameters it makes are invalid: training.lora.rank"):
+        read_overlay(typo, PARAMS)  # the mapping is still checked, key by key
+
+
 def test_values_the_parameters_refuse_are_refused(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("rollout:\n  samples_per_task: -1\n")
