@@ -48,7 +48,7 @@ def test_the_chain_trains_on_imported_trajectories_and_the_file_is_a_dependency(
     # The base model has Mistral v0.3's chat template (no generation blocks; the system prompt moved into the
     # last user turn, so adoption folds it into the first): the critics and policies find the agent's turns.
     base = "models/external/mistral-v0.3"
-    project = make_project(tmp_path / "project", merge(PARAMS, {"backend": {"model": {"base": base}}}))
+    project = make_project(tmp_path / "project", merge(PARAMS, {"backend": {"model": {"base": base, "epochs": 0}}}))
     stock_checkpoint(project / base, "mistral-7b-instruct-v0.3")
     (project / "data/sources/train.jsonl").write_text("\n".join(TRAIN_ROWS) + "\n")
     (project / "data/sources/test.jsonl").write_text("\n".join(TEST_ROWS) + "\n")

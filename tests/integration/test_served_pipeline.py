@@ -63,7 +63,8 @@ def served_project(tmp_path_factory) -> Path:
     # A checkpoint with Llama 3.1's chat template (no generation blocks): the server renders
     # its prompts with that template, and the policy's training finds the agent's turns without blocks.
     params = merge(
-        SMALL_PARAMS, {"train_domains": ["backend"], "backend": {"model": {"base": "models/external/llama-3.1"}}}
+        SMALL_PARAMS,
+        {"train_domains": ["backend"], "backend": {"model": {"base": "models/external/llama-3.1", "epochs": 0}}},
     )
     project = make_project(root / "project", params)
     stock_checkpoint(project / "models/external/llama-3.1", "llama-3.1-8b-instruct")

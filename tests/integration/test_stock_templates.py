@@ -39,7 +39,7 @@ def smallest_chain(params: dict, base: str) -> None:
     params["policies"] = {"sweet": params["policies"]["sweet"]}
     params["seeds"] = [0]
     params["backend"]["tasks"].update(n_train=8, n_val=2, n_test=2)
-    params["backend"]["model"]["base"] = base
+    params["backend"]["model"].update(base=base, epochs=0)  # adopted as it is: no warm start
     params["rollout"]["samples_per_task"] = 4
     params["pairs"]["success_reward"] = 0.5  # the scripted agent rarely finishes a task in three turns
     params["candidates"].update(n=2, share=0.2)
