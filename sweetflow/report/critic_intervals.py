@@ -13,7 +13,7 @@ drawn twice counts twice), so the interval is of exactly what the stage reports.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import polars as pl
@@ -32,7 +32,7 @@ class Estimate:
     states: int
 
     def as_dict(self) -> dict:
-        return {"value": self.value, "low": self.low, "high": self.high, "states": self.states}
+        return asdict(self)
 
 
 def resample_states(frame: pl.DataFrame, draw: list[str]) -> pl.DataFrame:
@@ -60,10 +60,12 @@ def accuracy_difference(
     mixed = labels.group_by("state_id").agg(m=pl.col("good").any() & (~pl.col("good")).any()).filter("m")
     states = sorted(mixed["state_id"].to_list())
 
+    scores_a, scores_b = (s.select("state_id", "candidate", "score") for s in (scored_a, scored_b))
+
     def accuracies(draw: list[str]) -> tuple[float, float]:
         marks = resample_states(labels, draw)
-        a = good_vs_bad_accuracy(resample_states(scored_a.select("state_id", "candidate", "score"), draw), marks)
-        b = good_vs_bad_accuracy(resample_states(scored_b.select("state_id", "candidate", "score"), draw), marks)
+        a = good_vs_bad_accuracy(resample_states(scores_a, draw), marks)
+        b = good_vs_bad_accuracy(resample_states(scores_b, draw), marks)
         return a["good_vs_bad_accuracy"], b["good_vs_bad_accuracy"]
 
     point_a, point_b = accuracies(states)
