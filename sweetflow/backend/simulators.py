@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from sweetflow.dialogue import AGENT, Message
+from sweetflow.dialogue import AGENT, HUMAN, Message
 
 DONT_KNOW = "I don't know."
 
@@ -44,9 +44,18 @@ SYNONYMS = {
     "limit": "threshold",
     "cap": "threshold",
     "max": "maximum",
+    "highest": "maximum",
+    "largest": "maximum",
+    "biggest": "maximum",
     "min": "minimum",
     "least": "minimum",
+    "lowest": "minimum",
+    "smallest": "minimum",
     "reduction": "discount",
+    # keyed by every inflection: the table is read before the verb endings are cut
+    "cover": "include",
+    "covered": "include",
+    "covering": "include",
 }
 
 
@@ -146,6 +155,18 @@ class ScriptedHuman:
         facts = self.matching_facts(task, last)
         text = " ".join(f["fact"] for f in facts) if facts else DONT_KNOW
         return text[: self.max_reply_chars]
+
+
+def changed_replies(human: Human, task: dict, dialogue: list[dict]) -> list[tuple[int, str, str]]:
+    """(position, recorded, now) of every human turn of a recorded dialogue that `human` would now
+    answer differently. None: every later agent turn saw the same text, so the episode replays as it ran."""
+    changed = []
+    for i, turn in enumerate(dialogue):
+        if turn["role"] == HUMAN and i > 0:
+            now = human.reply(task, [Message(t["role"], t["content"]) for t in dialogue[:i]])
+            if now != turn["content"]:
+                changed.append((i, turn["content"], now))
+    return changed
 
 
 HUMAN_SYSTEM_PROMPT = """\

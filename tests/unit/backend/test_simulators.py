@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sweetflow.backend.simulators import DONT_KNOW, ScriptedHuman, content_words, human_chat, questions_in
+from sweetflow.backend.simulators import (
+    DONT_KNOW,
+    ScriptedHuman,
+    changed_replies,
+    content_words,
+    human_chat,
+    questions_in,
+)
 from sweetflow.backend.tasks.procedural import generate_tasks
 from sweetflow.dialogue import AGENT, HUMAN, Message
 
@@ -65,6 +72,42 @@ def test_a_general_word_gives_way_to_the_more_specific_topic():
 def test_paraphrase_with_synonyms_and_plurals_matches():
     assert content_words("What's the cost for extra kilos?") >= content_words("price per extra kilo")
     assert "A" in content_words("cutoff for an A") and "a" not in content_words("a cutoff")
+
+
+@pytest.mark.parametrize(
+    ("question", "topic"),
+    [
+        # a real model's own phrasings (bench/data/free_phrasing.json) and their mirror images
+        ("What is the smallest believable reading?", "lowest believable reading"),
+        ("What is the largest believable reading?", "highest believable reading"),
+        ("What is the highest fee?", "maximum fee"),
+        ("What is the monthly classes covered by the base fee?", "classes included in the base fee"),
+        ("Which weight does the base price cover?", "weight covered by the base price"),
+    ],
+)
+def test_a_synonym_names_the_topic(question, topic):
+    assert content_words(question) >= content_words(topic)
+
+
+def test_synonyms_do_not_make_vague_questions_name_a_topic():
+    for task in TASKS[:28]:
+        assert ask(task, "What is the smallest thing that is covered?") == DONT_KNOW
+
+
+@given(st.sampled_from(TASKS), st.lists(st.integers(min_value=0, max_value=9), min_size=1, max_size=5), st.data())
+def test_a_dialogue_the_human_answered_replays_unchanged_until_a_reply_is_edited(task, picks, data):
+    human = ScriptedHuman()
+    dialogue = []
+    for i in picks:  # questions for facts, and one that names none
+        question = f"What is the {task['facts'][i]['topic']}?" if i < len(task["facts"]) else "Anything else?"
+        dialogue.append({"role": AGENT, "content": question})
+        messages = [Message(t["role"], t["content"]) for t in dialogue]
+        dialogue.append({"role": HUMAN, "content": human.reply(task, messages)})
+    assert changed_replies(human, task, dialogue) == []
+    edited = data.draw(st.sampled_from(range(1, len(dialogue), 2)))
+    recorded = dialogue[edited]["content"]
+    dialogue[edited] = {"role": HUMAN, "content": recorded + " (edited)"}
+    assert changed_replies(human, task, dialogue) == [(edited, recorded + " (edited)", recorded)]
 
 
 def test_questions_are_split_on_question_marks():
