@@ -353,7 +353,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    # What follows `--` is `dvc exp run`'s, split off here: argparse would fill `dvc_args` before an
+    # option and then refuse the rest (`experiment FILE --print -- target`).
+    head, tail = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+    args = parser.parse_args(head)
+    if tail:
+        if not hasattr(args, "dvc_args"):
+            parser.error(f"arguments after `--` ({' '.join(tail)}) are for `sweetflow experiment` only")
+        args.dvc_args += tail
     try:
         return args.func(args)
     except (InputError, FileNotFoundError) as e:

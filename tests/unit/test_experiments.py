@@ -16,6 +16,7 @@ from dvc.utils.hydra import apply_overrides
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sweetflow.cli import main
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import Params
 from sweetflow.experiments import read_overlay, run_command, set_arguments
@@ -190,6 +191,20 @@ def test_the_cli_prints_the_command_from_the_params_file_it_is_given(tmp_path):
     shown = subprocess.run([*command, "--params", str(params)], capture_output=True, text=True, cwd=ROOT)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.strip() == "dvc exp run -n only-here -S 'train_domains=[frontend]'"
+
+
+@pytest.mark.parametrize("order", [["--print", "{exp}"], ["{exp}", "--print"]])
+def test_what_follows_the_double_dash_goes_to_dvc_wherever_the_options_are(order, tmp_path, capsys):
+    exp = tmp_path / "small.yaml"
+    exp.write_text("rollout: {max_tasks: 7}\n")
+    assert main(["experiment", *(a.format(exp=exp) for a in order), "--", "--queue", "report"]) == 0
+    assert capsys.readouterr().out.strip() == "dvc exp run -n small -S rollout.max_tasks=7 --queue report"
+
+
+def test_arguments_after_the_double_dash_are_refused_where_nothing_takes_them(capsys):
+    with pytest.raises(SystemExit):
+        main(["params", "--", "report"])
+    assert "for `sweetflow experiment` only" in capsys.readouterr().err
 
 
 SCALE_RECORDS = [r for r in RECORDS if r.name.startswith("scale-")]
