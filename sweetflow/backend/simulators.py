@@ -159,7 +159,8 @@ class ScriptedHuman:
 
 def changed_replies(human: Human, task: dict, dialogue: list[dict]) -> list[tuple[int, str, str]]:
     """(position, recorded, now) of every human turn of a recorded dialogue that `human` would now
-    answer differently. None: every later agent turn saw the same text, so the episode replays as it ran."""
+    answer differently. An empty list: every agent turn would see the text it saw, so the episode
+    replays as it ran."""
     changed = []
     for i, turn in enumerate(dialogue):
         if turn["role"] == HUMAN and i > 0:
