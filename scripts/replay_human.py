@@ -17,13 +17,14 @@ import argparse
 import sys
 from pathlib import Path
 
+import polars as pl
 from tqdm import tqdm
 
-from sweetflow.backend.diagnosis import label_action
+from sweetflow.backend.diagnosis import label_candidates
 from sweetflow.backend.simulators import ScriptedHuman, changed_replies
 from sweetflow.core.params import load_params
-from sweetflow.core.tables import dialogues_by_trajectory, read_parquet
-from sweetflow.dialogue import Message, final_answer
+from sweetflow.core.tables import read_parquet
+from sweetflow.dialogue import final_answer
 from sweetflow.rl.critic_check import SEPARATOR
 
 
@@ -59,22 +60,23 @@ def main() -> None:
         differences += changed
 
     if candidates.exists():
-        labels = read_parquet(args.data / "candidate_labels" / "labels.parquet")
-        dialogues = dialogues_by_trajectory(read_parquet(args.data / "rollout" / "trajectories.parquet"))
-        recorded = {(r["state_id"], r["candidate"]): r["kind"] for r in labels.iter_rows(named=True)}
-        asked = changed = 0
-        rows = read_parquet(candidates).select("state_id", "task_id", "sample", "position", "candidate", "message")
-        for state_id, task_id, sample, position, candidate, message in tqdm(rows.iter_rows(), desc=str(candidates)):
-            if final_answer(message) is not None:
-                continue  # an answer's label comes from its score, not from the human
-            prefix = [Message(t["role"], t["content"]) for t in dialogues[(task_id, sample)][:position]]
-            kind, _ = label_action(tasks[task_id], prefix, message, human)
-            asked += 1
-            if kind != recorded[(state_id, candidate)]:
-                changed += 1
-                print(f"  {state_id} candidate {candidate}: recorded {recorded[(state_id, candidate)]}, now {kind}")
-        print(f"{candidates}: {changed} of {asked} questions' labels differ")
-        differences += changed
+        questions = read_parquet(candidates).filter(
+            pl.col("message").map_elements(lambda m: final_answer(m) is None, return_dtype=pl.Boolean)
+        )  # an answer's label comes from its score, not from the human: never rescored here
+        rollout = read_parquet(args.data / "rollout" / "trajectories.parquet")
+        now = label_candidates(questions, rollout, tasks, human, score=None)
+        recorded = read_parquet(args.data / "candidate_labels" / "labels.parquet").select(
+            "state_id", "candidate", "kind"
+        )
+        changed = now.join(recorded, on=["state_id", "candidate"], suffix="_recorded").filter(
+            pl.col("kind") != pl.col("kind_recorded")
+        )
+        for state_id, candidate, kind, was in changed.select(
+            "state_id", "candidate", "kind", "kind_recorded"
+        ).iter_rows():
+            print(f"  {state_id} candidate {candidate}: recorded {was}, now {kind}")
+        print(f"{candidates}: {changed.height} of {questions.height} questions' labels differ")
+        differences += changed.height
     sys.exit(1 if differences else 0)
 
 
