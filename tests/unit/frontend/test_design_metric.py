@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sweetflow.core.tables import TRAJECTORY_SCHEMA, to_frame
-from sweetflow.frontend.design import design_from, layout_similarity, page_sections, page_words, text_similarity
+from sweetflow.frontend.design import (
+    WEIGHTS,
+    design_from,
+    layout_similarity,
+    page_sections,
+    page_words,
+    text_similarity,
+)
 from sweetflow.frontend.design_check import ADVERSARIES, check
 from sweetflow.frontend.domain import DOMAIN
 from sweetflow.frontend.tasks import generate_frontend_tasks
@@ -50,7 +57,7 @@ def test_a_page_reads_as_its_sections_and_words():
     assert page_sections(page)[0] in ("header", "nav") and len(page_sections(page)) >= 3
     assert design_from(1.0, page, page) == 1.0  # the target itself
     for nothing in (None, "<html><body></body></html>", "<html><body style='background:gray'></body></html>"):
-        assert design_from(1.0, nothing, page) == pytest.approx(1 / 3)  # at best, its pixels' share
+        assert design_from(1.0, nothing, page) == pytest.approx(WEIGHTS["pixels"])  # at best, its pixels' share
 
 
 def test_page_words_are_the_shown_text():
