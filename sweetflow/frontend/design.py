@@ -83,11 +83,22 @@ def layout_similarity(a: tuple[str, ...], b: tuple[str, ...]) -> float:
     return SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
+def design_terms(pixels: float, answer_page: str | None, target_page: str) -> dict[str, float]:
+    """The three terms of an answer page whose screenshot has the pixel similarity `pixels`."""
+    return {
+        "pixels": pixels,
+        "text": text_similarity(page_words(answer_page), page_words(target_page)),
+        "layout": layout_similarity(page_sections(answer_page), page_sections(target_page)),
+    }
+
+
+def weighted(terms: dict[str, float], weights: dict[str, float] = WEIGHTS) -> float:
+    return sum(weights[name] * terms[name] for name in weights)
+
+
 def design_from(pixels: float, answer_page: str | None, target_page: str) -> float:
     """The `design` score of an answer page whose screenshot has the pixel similarity `pixels`."""
-    text = text_similarity(page_words(answer_page), page_words(target_page))
-    layout = layout_similarity(page_sections(answer_page), page_sections(target_page))
-    return WEIGHTS["pixels"] * pixels + WEIGHTS["text"] * text + WEIGHTS["layout"] * layout
+    return weighted(design_terms(pixels, answer_page, target_page))
 
 
 def design_scores(

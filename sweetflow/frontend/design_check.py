@@ -9,15 +9,20 @@ For each task: the target against itself must score 1; and the page made from th
 - another task's target (the next task's, the last task taking the first's).
 
 The table gives, per metric, the least score of a target against itself and the share of tasks on
-which the description's page beats each of these (a tie counting half). Usage:
+which the description's page beats each of these (a tie counting half). The JSON (`--out`) also keeps
+each page's three terms per task, from which `--choose` redoes the choice of `design.WEIGHTS` without
+rendering anything: among weights in twelfths that give each term at least two, the highest least
+share of the four properties over the given checks' tasks, ties going to the weights nearest equal.
 
-    python -m sweetflow.frontend.design_check [--tasks 120] [--seed 1] [--out reports/design_check.json]
+    python -m sweetflow.frontend.design_check [--tasks 120] [--seed 1] [--out check.json]
+    python -m sweetflow.frontend.design_check --choose seed7.json seed1.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -27,7 +32,7 @@ from rich.table import Table
 
 from sweetflow.core.params import load_params
 from sweetflow.frontend.checks import reference_page
-from sweetflow.frontend.design import design_from
+from sweetflow.frontend.design import WEIGHTS, design_terms, weighted
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.similarity import Similarity, load_image, win
 from sweetflow.frontend.tasks import generate_frontend_tasks
@@ -35,6 +40,7 @@ from sweetflow.frontend.tasks import generate_frontend_tasks
 BLANK = "<html><body></body></html>"
 GRAY = "<html><body style='background:#6B7280'></body></html>"  # Tailwind 2's gray-500
 ADVERSARIES = ("blank", "constant gray", "target's own colour", "another task's target")
+PARTS = 12  # the weights are chosen in twelfths
 
 
 def one_colour(png: bytes) -> str:
@@ -69,8 +75,9 @@ def check(n_tasks: int, seed: int, params_file: Path) -> dict:
     }
     pixels = Similarity(p.similarity.model_copy(update={"metric": "pixels"}))
     by_pixels = {page: pixels(page_shots, target_shots) for page, (page_shots, _) in pages.items()}
-    by_design = {page: list(map(design_from, by_pixels[page], htmls, targets)) for page, (_, htmls) in pages.items()}
-    out = {"tasks": n_tasks, "seed": seed, "metrics": {}}
+    terms = {page: list(map(design_terms, by_pixels[page], htmls, targets)) for page, (_, htmls) in pages.items()}
+    by_design = {page: list(map(weighted, page_terms)) for page, page_terms in terms.items()}
+    out = {"tasks": n_tasks, "seed": seed, "metrics": {}, "terms": terms}
     for name, scores in (("pixels", by_pixels), ("design", by_design)):
         reference = scores["description's page"]
         out["metrics"][name] = {
@@ -79,6 +86,31 @@ def check(n_tasks: int, seed: int, params_file: Path) -> dict:
             "reference_beats": {a: sum(map(win, reference, scores[a])) / n_tasks for a in ADVERSARIES},
         }
     return out
+
+
+def reference_beats(checks: list[dict], weights: dict[str, float]) -> dict[str, float]:
+    """With these weights, the share of all the checks' tasks on which the description's page beats
+    each page that does no part of the task (a tie counting half)."""
+    wins = {a: 0.0 for a in ADVERSARIES}
+    for result in checks:
+        reference = [weighted(t, weights) for t in result["terms"]["description's page"]]
+        for a in ADVERSARIES:
+            wins[a] += sum(map(win, reference, (weighted(t, weights) for t in result["terms"][a])))
+    return {a: w / sum(r["tasks"] for r in checks) for a, w in wins.items()}
+
+
+def choose_weights(checks: list[dict], parts: int = PARTS, least: int = 2) -> list[tuple[dict[str, float], dict]]:
+    """Every weighting in `parts`-ths giving each term at least `least`, best first: highest least
+    share of the properties, then nearest to equal weights."""
+    names, equal = list(WEIGHTS), [1 / len(WEIGHTS)] * len(WEIGHTS)
+    ranked = []
+    for i in range(least, parts + 1):
+        for j in range(least, parts + 1 - i - least):
+            weights = dict(zip(names, (i / parts, j / parts, (parts - i - j) / parts)))
+            beats = reference_beats(checks, weights)
+            ranked.append((-min(beats.values()), math.dist(list(weights.values()), equal), weights, beats))
+    ranked.sort(key=lambda r: r[:2])
+    return [(weights, beats) for _, _, weights, beats in ranked]
 
 
 def table(result: dict) -> Table:
@@ -96,7 +128,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="the generator's seed (default: 1; the pipeline's is 0)")
     parser.add_argument("--params", type=Path, default=Path("params.yaml"), help="the renderer of this params file")
     parser.add_argument("--out", type=Path, default=None, help="write the result as JSON here")
+    parser.add_argument("--choose", type=Path, nargs="+", help="choose the weights on these checks' JSON instead")
     args = parser.parse_args(argv)
+    if args.choose:
+        ranked = choose_weights([json.loads(path.read_text()) for path in args.choose])
+        out = Table(title="Weights (pixels, text, layout), best first")
+        for column in ("weights", *(f"reference beats {a}" for a in ADVERSARIES)):
+            out.add_column(column, justify="left" if column == "weights" else "right")
+        for weights, beats in ranked[:8]:
+            shown = ", ".join(f"{w * PARTS:.0f}/{PARTS}" for w in weights.values())
+            out.add_row(shown, *(f"{beats[a]:.1%}" for a in ADVERSARIES))
+        Console().print(out)
+        return 0
     result = check(args.tasks, args.seed, args.params)
     Console().print(table(result))
     if args.out is not None:

@@ -19,7 +19,7 @@ from sweetflow.frontend.design import (
     page_words,
     text_similarity,
 )
-from sweetflow.frontend.design_check import ADVERSARIES, check
+from sweetflow.frontend.design_check import ADVERSARIES, check, choose_weights, reference_beats
 from sweetflow.frontend.domain import DOMAIN
 from sweetflow.frontend.tasks import generate_frontend_tasks
 from tests.support.project import ROOT
@@ -76,6 +76,52 @@ def test_the_description_page_beats_pages_that_do_no_part_of_the_task(monkeypatc
     assert design["least_target_score"] == pytest.approx(1.0)
     assert [design["reference_beats"][a] for a in ADVERSARIES[:3]] == [1.0, 1.0, 1.0]
     assert result["metrics"]["pixels"]["least_target_score"] == pytest.approx(1.0)
+    # The saved terms give the table's figures again, as `--choose` reads them.
+    assert reference_beats([result], WEIGHTS) == design["reference_beats"]
+
+
+terms = st.fixed_dictionaries({name: st.floats(0, 1) for name in WEIGHTS})
+checks = st.lists(
+    st.integers(1, 6).flatmap(
+        lambda n: st.fixed_dictionaries(
+            {
+                "tasks": st.just(n),
+                "terms": st.fixed_dictionaries(
+                    {page: st.lists(terms, min_size=n, max_size=n) for page in ("description's page", *ADVERSARIES)}
+                ),
+            }
+        )
+    ),
+    min_size=1,
+    max_size=2,
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(checks=checks)
+def test_the_chosen_weights_have_the_highest_least_share(checks):
+    ranked = choose_weights(checks)
+    assert len(ranked) == 28  # twelfths, each term at least 2/12
+    for weights, beats in ranked:
+        assert sum(weights.values()) == pytest.approx(1.0) and min(weights.values()) >= 2 / 12 - 1e-12
+        assert beats == reference_beats(checks, weights)
+    assert min(ranked[0][1].values()) == max(min(beats.values()) for _, beats in ranked)
+
+
+def test_when_only_layout_tells_the_pages_apart_the_choice_weighs_it_most():
+    page = lambda pixels, text, layout: {"pixels": pixels, "text": text, "layout": layout}  # noqa: E731
+    # Another task's target looks and reads like the target; the description's page has only its sections,
+    # and beats it only with layout at 8/12 (1 - 0.4 against 1 and 1 at 2/12 each; at 7/12 it loses).
+    result = {
+        "tasks": 1,
+        "terms": {
+            "description's page": [page(0.0, 0.0, 1.0)],
+            **{a: [page(0.0, 0.0, 0.0)] for a in ADVERSARIES[:3]},
+            "another task's target": [page(1.0, 1.0, 0.4)],
+        },
+    }
+    weights, beats = choose_weights([result])[0]
+    assert weights == {"pixels": 2 / 12, "text": 2 / 12, "layout": 8 / 12} and min(beats.values()) == 1.0
 
 
 def test_trajectories_keep_their_columns_unless_a_domain_adds_some():
