@@ -28,6 +28,7 @@ SMOKE = {
         ["--tasks", "1", "--turns", "1", "--tokens", "2", "--concurrency", "2"],
         "episodes_throughput.json",
     ),
+    "fork_floor": (["--forks", "2", "--rounds", "1", "--rows", "{rows:backend}"], "fork_floor.json"),
     "free_phrasing": ([], "free_phrasing.json"),
     "generation_throughput": (
         ["--tasks", "2", "--samples", "1", "--batch-sizes", "32", "--threads", "1"],
