@@ -47,7 +47,6 @@ RESULTS = ROOT / "bench" / "results" / "fork_floor.json"
 LOOP = """
 import os, sys, time
 n, what = int(sys.argv[1]), sys.argv[2]
-body = lambda: None
 if what != "bare":
     import gc, json
     import sweetflow.backend.sandbox.worker  # the template's image: what every child is forked from
@@ -74,9 +73,9 @@ print((time.perf_counter() - start) / n)
 """
 
 
-def forks(n: int, what: str, bare: bool = False) -> float:
-    """Seconds per fork of the loop above, in a fresh interpreter."""
-    flags = ["-I", "-S"] if bare else []
+def forks(n: int, what: str) -> float:
+    """Seconds per fork of the loop above, in a fresh interpreter (bare: no site, nothing imported)."""
+    flags = ["-I", "-S"] if what == "bare" else []
     done = subprocess.run(
         [sys.executable, *flags, "-c", LOOP, str(n), what], capture_output=True, text=True, check=True
     )
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
     measures = {
         "anchor": ("in-process evaluator, a row (reference and answer)", anchor),
-        "bare": ("fork + exit, bare interpreter (-I -S)", lambda: forks(args.forks, "bare", bare=True)),
+        "bare": ("fork + exit, bare interpreter (-I -S)", lambda: forks(args.forks, "bare")),
         "template": ("fork + exit, the sandbox's template", lambda: forks(args.forks, "template")),
         "answer": ("fork + the row's answer + exit, from the template", lambda: forks(args.forks, str(rows_file))),
     }
