@@ -145,7 +145,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
     from sweetflow import experiments
 
-    command = experiments.run_command(args.file, args.dvc_args, args.params)
+    command = experiments.run_command(args.file, args.dvc_args, args.params, args.tuned)
     # markup=False: `-S train_domains=[frontend]` is not a rich tag.
     console.print(shlex.join(command), highlight=False, markup=False, soft_wrap=True)
     return 0 if args.print else subprocess.run(command).returncode
@@ -313,6 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--print", action="store_true", help="print the command without running it")
     p.add_argument("--params", type=Path, default=Path("params.yaml"), help="the params file the experiment changes")
+    p.add_argument(
+        "--tuned",
+        type=Path,
+        help="a tuning table (`sweetflow tune table --out`'s <domain>.json): run each policy with the configuration "
+        "chosen there on validation (an untuned policy with the tuned one of its method)",
+    )
     p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser(

@@ -7,6 +7,10 @@ that is null in params.yaml (an option that is off, such as `training.lora`) tak
 
     sweetflow experiment configs/experiments/frontend.yaml           # dvc exp run -n frontend -S ...
     sweetflow experiment configs/experiments/frontend.yaml --print   # the command, not run
+    sweetflow experiment configs/experiments/smollm2.yaml --tuned reports/tuning/backend.json
+
+`--tuned` adds what a tuning on the validation tasks chose (`sweetflow tune table`'s <domain>.json),
+so that the choice lives in the table it was made in and nowhere else.
 
 DVC then does what it does for any `dvc exp run -S`: it writes the values into params.yaml, reruns
 exactly the stages whose params, code or data changed, and records the run as an experiment.
@@ -15,6 +19,7 @@ exactly the stages whose params, code or data changed, and records the run as an
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import yaml
@@ -22,7 +27,7 @@ from pydantic import ValidationError
 
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import read_yaml
-from sweetflow.core.params import PARAMS_FILE, Params
+from sweetflow.core.params import PARAMS_FILE, Params, load_params
 
 
 def read_overlay(path: Path | str, base: Path | str = PARAMS_FILE) -> dict[str, object]:
@@ -74,8 +79,40 @@ def set_arguments(changes: dict[str, object]) -> list[str]:
     return args
 
 
-def run_command(path: Path | str, extra: list[str] = (), base: Path | str = PARAMS_FILE) -> list[str]:
-    """`dvc exp run -n <name> -S ...` for the experiment file (named after it), then `extra` arguments
-    (e.g. --queue, --temp, or stage targets)."""
-    name = Path(path).stem
-    return ["dvc", "exp", "run", "-n", name, *set_arguments(read_overlay(path, base)), *extra]
+def tuned_changes(table: Path | str, base: Path | str = PARAMS_FILE) -> dict[str, object]:
+    """{`policies.<policy>.<key>`: value} of each configuration that tuning table chose. A policy the
+    table has not tuned takes the choice of the one tuned policy of its method: SWEET-RL's ablation
+    takes SWEET-RL's, so that the two differ only in their critic."""
+    table = Path(table)
+    if not table.is_file():
+        raise FileNotFoundError(f"{table}: no such tuning table (`sweetflow tune table --out` writes it)")
+    try:
+        chosen = {policy: trial["config"] for policy, trial in json.loads(table.read_text())["chosen"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"{table}: not a tuning table (`chosen`: {{policy: {{config: ...}}}}): {e!r}") from None
+    policies = load_params(base).policies
+    unknown = sorted(set(chosen) - set(policies))
+    if unknown:
+        raise InputError(f"{table}: chosen: {unknown}: no such policy in {base}")
+    configs = dict(chosen)
+    for name, policy in policies.items():
+        if name in chosen:
+            continue
+        same = [p for p in chosen if policies[p].method == policy.method]
+        if len(same) > 1:
+            raise InputError(f"{table}: policies.{name} is untuned and its method {policy.method!r} has {same} tuned")
+        if same:
+            configs[name] = chosen[same[0]]
+    return {f"policies.{name}.{key}": value for name, config in configs.items() for key, value in config.items()}
+
+
+def run_command(
+    path: Path | str, extra: list[str] = (), base: Path | str = PARAMS_FILE, tuned: Path | str | None = None
+) -> list[str]:
+    """`dvc exp run -n <name> -S ...` for the experiment file (named after it) and, with `tuned`, the
+    choices of that tuning table (they win over the file's), then `extra` arguments (e.g. --queue,
+    --temp, or stage targets)."""
+    changes = read_overlay(path, base)
+    if tuned is not None:
+        changes |= tuned_changes(tuned, base)
+    return ["dvc", "exp", "run", "-n", Path(path).stem, *set_arguments(changes), *extra]

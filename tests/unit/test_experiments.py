@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from sweetflow.cli import main
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import Params
-from sweetflow.experiments import read_overlay, run_command, set_arguments
+from sweetflow.experiments import read_overlay, run_command, set_arguments, tuned_changes
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = ROOT / "params.yaml"
@@ -83,17 +83,17 @@ def test_each_committed_record_was_made_with_its_experiment_file(record):
 
 @pytest.mark.parametrize("record", [r for r in RECORDS if (r / "tuning").is_dir()], ids=lambda p: p.name)
 def test_a_retuned_record_runs_what_its_own_tuning_chose(record):
-    """A record with a `tuning/` table (`sweetflow tune table --out`) runs each tuned policy with the
+    """A record with a `tuning/` table (`sweetflow tune table --out`) ran each tuned policy with the
     configuration chosen there on validation, and the ablation with SWEET-RL's."""
-    changes = merged(read_overlay(ROOT / "configs" / "experiments" / f"{record.name}.yaml", PARAMS))["policies"]
+    changes = yaml.safe_load((record / "params.yaml").read_text())["policies"]
     for table in (record / "tuning").glob("*.json"):
         chosen = json.loads(table.read_text())["chosen"]
         assert {"rft", "mtdpo", "sweet"} <= set(chosen), f"{table}: every trained method is tuned"
         for policy, trial in chosen.items():
             for key, value in trial["config"].items():
-                assert changes[policy][key] == value, f"{record.name}: policies.{policy}.{key}"
+                assert as_read(changes[policy][key]) == value, f"{record.name}: policies.{policy}.{key}"
         for key in ("learning_rate", "epochs"):
-            assert changes["sweet_no_info"][key] == changes["sweet"][key]
+            assert as_read(changes["sweet_no_info"][key]) == as_read(changes["sweet"][key])
 
 
 def test_a_key_params_yaml_lacks_is_refused_with_its_name(tmp_path):
@@ -221,3 +221,35 @@ def test_each_data_scale_point_starts_from_the_same_base_policy(record):
         return next(row for row in rows if row["method"] == "zero_shot")
 
     assert zero_shot(record) == zero_shot(ROOT / "reports/experiments/scale-750")
+
+
+def tuning_table(tmp_path: Path, chosen: dict) -> Path:
+    table = tmp_path / "backend.json"
+    table.write_text(json.dumps({"trials": [], "chosen": {p: {"config": c} for p, c in chosen.items()}}))
+    return table
+
+
+def test_a_tuning_table_sets_each_tuned_policy_and_the_ablation_takes_sweets(tmp_path):
+    table = tuning_table(
+        tmp_path,
+        {"rft": {"learning_rate": 1e-3, "epochs": 1}, "sweet": {"learning_rate": 2e-5, "epochs": 3, "nll_coef": 0.0}},
+    )
+    changes = tuned_changes(table, PARAMS)
+    assert changes["policies.rft.learning_rate"] == 1e-3
+    assert changes["policies.sweet_no_info.epochs"] == changes["policies.sweet.epochs"] == 3
+    assert changes["policies.sweet_no_info.nll_coef"] == 0.0
+    assert not any(key.startswith("policies.mtdpo.") for key in changes)  # not in the table: as the file has it
+    applied = Params.model_validate(dvc_applied(tmp_path, changes)).policies
+    assert (applied["sweet_no_info"].learning_rate, applied["sweet_no_info"].critic) == (2e-5, "no_info")
+    command = run_command(ROOT / "configs/experiments/smollm2.yaml", [], PARAMS, table)
+    assert "policies.sweet.learning_rate=2.0e-05" in command  # the table's choice reaches dvc exp run
+
+
+def test_a_tuning_table_that_names_an_unknown_policy_or_is_ambiguous_is_refused(tmp_path):
+    with pytest.raises(InputError, match=r"backend.json: chosen: \['dpo'\]: no such policy"):
+        tuned_changes(tuning_table(tmp_path, {"dpo": {"learning_rate": 1e-3, "epochs": 1}}), PARAMS)
+    both = {"sweet": {"learning_rate": 1e-3, "epochs": 1}, "sweet_no_info": {"learning_rate": 1e-4, "epochs": 1}}
+    assert tuned_changes(tuning_table(tmp_path, both), PARAMS)["policies.sweet_no_info.learning_rate"] == 1e-4
+    (tmp_path / "backend.json").write_text('{"chosen": [1]}')
+    with pytest.raises(InputError, match=r"backend.json: not a tuning table"):
+        tuned_changes(tmp_path / "backend.json", PARAMS)
