@@ -33,7 +33,15 @@ from sweetflow.core.params import PARAMS_FILE, Params, load_params
 def read_overlay(path: Path | str, base: Path | str = PARAMS_FILE) -> dict[str, object]:
     """The experiment's changes as {dotted key: value}, leaves only (a list is a leaf); checked
     against `base`: each key exists there, and the merged parameters validate."""
-    path = Path(path)
+    return _checked(Path(path), base)[0]
+
+
+def experiment_params(path: Path | str, base: Path | str = PARAMS_FILE) -> Params:
+    """The parameters the experiment runs with: `base` with its changes."""
+    return _checked(Path(path), base)[1]
+
+
+def _checked(path: Path, base: Path | str) -> tuple[dict[str, object], Params]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such experiment file")
     overlay = read_yaml(path)
@@ -53,11 +61,10 @@ def read_overlay(path: Path | str, base: Path | str = PARAMS_FILE) -> dict[str, 
             raise InputError(f"{path}: {key}: no such key in {base} (an experiment changes values, it adds none)")
         node[last] = value
     try:
-        Params.model_validate(merged)
+        return changes, Params.model_validate(merged)
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()[:5])
         raise InputError(f"{path}: the parameters it makes are invalid: {problems}") from None
-    return changes
 
 
 def _leaves(tree: dict, base: object, prefix: str = ""):

@@ -40,6 +40,11 @@ SMOKE = {
         "hf_generate.json",
     ),
     "kv_cache": (["--rows", "2", "--contexts", "16", "--steps", "2", "--vocab", "64"], "kv_cache.json"),
+    "lora_vs_full": (
+        ["--experiment", "{repo}/configs/experiments/smollm2.yaml", "--checkpoint", "models/backend/base"]
+        + ["--examples", "2", "--holdout", "1", "--rounds", "1", "--threads", "1"],
+        "lora_vs_full.json",
+    ),
     "offline_import": (["--lines", "4"], "offline_import.json"),
     "agent_episodes": (
         ["--tasks", "1", "--samples", "1", "--turns", "2", "--tokens", "2", "--rounds", "1", "--batch-size", "2"],
@@ -94,7 +99,7 @@ def test_every_bench_script_has_a_smoke_size():
 def test_bench_script_runs_at_its_smallest_size(bench_root, name):
     args, result = SMOKE[name]
     args = [str(bench_root / f"rows-{a[6:-1]}.jsonl") if a.startswith("{rows:") else a for a in args]
-    args = [str(ROOT) if a == "{repo}" else a for a in args]
+    args = [a.replace("{repo}", str(ROOT)) for a in args]
     env = {**tool_env(), "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
         [sys.executable, f"bench/{name}.py", *args],
