@@ -250,6 +250,14 @@ def test_a_tuning_table_that_names_an_unknown_policy_or_is_ambiguous_is_refused(
         tuned_changes(tuning_table(tmp_path, {"dpo": {"learning_rate": 1e-3, "epochs": 1}}), PARAMS)
     both = {"sweet": {"learning_rate": 1e-3, "epochs": 1}, "sweet_no_info": {"learning_rate": 1e-4, "epochs": 1}}
     assert tuned_changes(tuning_table(tmp_path, both), PARAMS)["policies.sweet_no_info.learning_rate"] == 1e-4
+    # Two tuned SWEET-RL policies: which one the untuned ablation should follow is not for us to guess.
+    params = yaml.safe_load(PARAMS.read_text())
+    params["policies"]["sweet_long"] = params["policies"]["sweet"]
+    base = tmp_path / "params.yaml"
+    base.write_text(yaml.safe_dump(params))
+    two = {"sweet": {"learning_rate": 1e-3, "epochs": 1}, "sweet_long": {"learning_rate": 1e-4, "epochs": 4}}
+    with pytest.raises(InputError, match=r"policies.sweet_no_info is untuned and its method 'sweet' has"):
+        tuned_changes(tuning_table(tmp_path, two), base)
     (tmp_path / "backend.json").write_text('{"chosen": [1]}')
     with pytest.raises(InputError, match=r"backend.json: not a tuning table"):
         tuned_changes(tmp_path / "backend.json", PARAMS)
