@@ -74,9 +74,7 @@ def test_sweet_rl_chain_trains_every_method_per_seed_in_both_domains_and_writes_
         "reports/backend/stages/policies/sweet/plots" in plots
         and "reports/frontend/stages/critics/with_info/plots" in plots
     )
-    assert (
-        "backend methods side by side (success, %)" in plots and "backend sweet, training loss, seeds overlaid" in plots
-    )
+    assert "backend sweet, training loss, seeds overlaid" in plots
     lineage = run(["sweetflow", "lineage", "reports/backend/sweet/metrics.json"], repro_project).stdout
     for ancestor in (
         "policy@backend-sweet",
