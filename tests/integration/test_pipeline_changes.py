@@ -59,6 +59,18 @@ def test_team_shares_artifacts_through_a_remote(repro_project: Path, tmp_path: P
     assert "up to date" in run(["dvc", "repro"], clone).stdout.lower()
 
 
+def test_a_clone_that_has_not_pulled_runs_a_targeted_experiment(repro_project: Path, tmp_path: Path):
+    """A tuning trial is a targeted `dvc exp run`. In a clone without the DVC cache it must not need
+    an output the clone lacks: a top-level plot inside reports/summary made DVC read that directory's
+    listing from the cache, and the trial failed after its stages had run."""
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(repro_project), str(clone)], tmp_path)
+    assert not (clone / "reports/summary").exists()
+    run(["dvc", "exp", "run", "-n", "trial", "-S", "backend.tasks.seed=4", "tasks@backend"], clone)
+    assert "trial" in run(["dvc", "exp", "list", "--name-only"], clone).stdout.split()
+    assert (clone / "data/backend/tasks/test.parquet").is_file()
+
+
 # --- sharing and auditing hold for a user whose Python writes bytecode (tool_env: it is on) ---------
 
 
