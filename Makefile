@@ -34,6 +34,7 @@ repro-real:
 	sweetflow tune run --domain backend --grid lr-epochs --policies rft mtdpo sweet --learning-rates 1e-4 1e-3 \
 		--epochs 1 --overlay configs/experiments/smollm2.yaml
 	sweetflow tune table --domain backend --out $(REAL_TUNING)
+	dvc exp remove smollm2 2>/dev/null || true  # a rerun records it again (tune run skips trials it has)
 	sweetflow experiment configs/experiments/smollm2.yaml --tuned $(REAL_TUNING)/backend.json
 
 # The code's format and lint first (ruff, pyproject.toml), then the suite, which ends with its 30 slowest

@@ -88,13 +88,26 @@ def launch(
     returns the experiment names. Not `queued`: run them one after another in the workspace instead,
     without a temporary copy of the project each. Either way every stage a configuration ran goes to
     DVC's run cache (the queue's temporary copies share the workspace's cache), so the final run with
-    the chosen configurations restores their policies and validations instead of training them again."""
+    the chosen configurations restores their policies and validations instead of training them again.
+    A configuration whose experiment this commit already has is skipped, so that an interrupted
+    tuning resumes where it stopped."""
+    done = recorded(root)
     names = []
     for policy, method in policies.items():
         for config in configurations(method, nll, learning_rates, epochs):
-            subprocess.run(queue_command(domain, policy, config, overlay, queued), cwd=root, check=True)
-            names.append(experiment_name(domain, policy, config))
+            name = experiment_name(domain, policy, config)
+            if name in done:
+                print(f"{name}: this commit has it already, skipped (`dvc exp remove {name}` runs it again)")
+            else:
+                subprocess.run(queue_command(domain, policy, config, overlay, queued), cwd=root, check=True)
+            names.append(name)
     return names
+
+
+def recorded(root: Path = Path(".")) -> set[str]:
+    """The names of the experiments that ran on the workspace's commit."""
+    listed = subprocess.run(["dvc", "exp", "list", "--name-only"], cwd=root, check=True, capture_output=True, text=True)
+    return set(listed.stdout.split())
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 
 import pytest
 from hypothesis import given
@@ -16,10 +17,12 @@ from sweetflow.tuning import (
     configurations,
     describe,
     experiment_name,
+    launch,
     queue_command,
     render,
     write_table,
 )
+from tests.support.project import tool_env
 
 HEADLINE = ("tests_passed", "success_rate")
 METHODS = ("rft", "mtdpo", "sweet")
@@ -136,3 +139,24 @@ def test_a_grid_without_nll_settings_is_described_as_such():
     trials = [trial("sweet", 1e-4, 1, 0.25, 0.5), trial("sweet", 1e-3, 1, 0.2, 0.4)]
     table = render("frontend", trials, choose(trials, HEADLINE, "success_rate"), HEADLINE)
     assert "learning rate (0.0001, 0.001) × epochs (1) (the NLL term as params.yaml has it)" in table
+
+
+def test_a_configuration_that_ran_on_this_commit_is_skipped_so_tuning_resumes(tmp_path, monkeypatch):
+    """DVC refuses a second experiment of a name; an interrupted tuning run again skips what it has."""
+    for key, value in tool_env().items():
+        monkeypatch.setenv(key, value)  # the venv's dvc, and a git identity for DVC's commits
+
+    def run(*command):
+        subprocess.run(command, cwd=tmp_path, check=True, capture_output=True, text=True)
+
+    run("git", "init", "-q", "-b", "main")
+    run("dvc", "init", "-q")
+    (tmp_path / "dvc.yaml").write_text("stages:\n  note:\n    cmd: echo done > note.txt\n    outs: [note.txt]\n")
+    run("git", "add", "-A")
+    run("git", "commit", "-qm", "project")
+    ran = experiment_name("backend", "rft", {"learning_rate": 1e-4, "epochs": 1})
+    run("dvc", "exp", "run", "-n", ran)
+    grid = {"nll": False, "root": tmp_path, "queued": False, "epochs": (1,)}
+    assert launch("backend", {"rft": "rft"}, learning_rates=(1e-4,), **grid) == [ran]  # not run again
+    with pytest.raises(subprocess.CalledProcessError):  # one it lacks is run: this project has no such stage
+        launch("backend", {"rft": "rft"}, learning_rates=(1e-4, 1e-3), **grid)
