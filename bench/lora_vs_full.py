@@ -69,16 +69,17 @@ def train_once(args: argparse.Namespace) -> dict:
     if args.worker == "full":
         engine = engine.model_copy(update={"lora": None})
         p = p.model_copy(update={"learning_rate": args.full_learning_rate})
-    with tempfile.TemporaryDirectory() as tmp:
-        run = TrainRun(trainer=p, engine=engine, log_dir=Path(tmp) / "live", name=args.worker)
-        trainable = sum(q.numel() for q in model.parameters()) if engine.lora is None else None
-        fitted = train_sft(model, train, holdout, run=run, pad_id=pad_id(tokenizer))
-    if trainable is None:  # the adapters' size: what a rank-r update of the targeted projections holds
+    if engine.lora is None:
+        trainable = sum(q.numel() for q in model.parameters())
+    else:  # the adapters: a rank-r update of each targeted projection holds r x (inputs + outputs)
         trainable = sum(
             engine.lora.r * (m.in_features + m.out_features)
-            for name, m in fitted.model.named_modules()
+            for name, m in model.named_modules()
             if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] in engine.lora.target_modules
         )
+    with tempfile.TemporaryDirectory() as tmp:
+        run = TrainRun(trainer=p, engine=engine, log_dir=Path(tmp) / "live", name=args.worker)
+        fitted = train_sft(model, train, holdout, run=run, pad_id=pad_id(tokenizer))
     return {
         "engine": args.worker,
         "learning_rate": p.learning_rate,
