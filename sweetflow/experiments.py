@@ -19,7 +19,6 @@ exactly the stages whose params, code or data changed, and records the run as an
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 import yaml
@@ -28,6 +27,7 @@ from pydantic import ValidationError
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import read_yaml
 from sweetflow.core.params import PARAMS_FILE, Params, load_params
+from sweetflow.tuning import read_choices
 
 
 def read_overlay(path: Path | str, base: Path | str = PARAMS_FILE) -> dict[str, object]:
@@ -90,13 +90,7 @@ def tuned_changes(table: Path | str, base: Path | str = PARAMS_FILE) -> dict[str
     """{`policies.<policy>.<key>`: value} of each configuration that tuning table chose. A policy the
     table has not tuned takes the choice of the one tuned policy of its method: SWEET-RL's ablation
     takes SWEET-RL's, so that the two differ only in their critic."""
-    table = Path(table)
-    if not table.is_file():
-        raise FileNotFoundError(f"{table}: no such tuning table (`sweetflow tune table --out` writes it)")
-    try:
-        chosen = {policy: trial["config"] for policy, trial in json.loads(table.read_text())["chosen"].items()}
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise InputError(f"{table}: not a tuning table (`chosen`: {{policy: {{config: ...}}}}): {e!r}") from None
+    chosen = read_choices(table)
     policies = load_params(base).policies
     unknown = sorted(set(chosen) - set(policies))
     if unknown:

@@ -225,3 +225,14 @@ def write_table(domain: str, trials: list[Trial], best: dict[str, Trial], headli
     (out / f"{domain}.md").write_text(render(domain, trials, best, headline))
     data = {"trials": [asdict(t) for t in trials], "chosen": {p: asdict(t) for p, t in best.items()}}
     (out / f"{domain}.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def read_choices(table: Path | str) -> dict[str, dict]:
+    """{policy: configuration} that a table of `write_table` chose."""
+    table = Path(table)
+    if not table.is_file():
+        raise FileNotFoundError(f"{table}: no such tuning table (`sweetflow tune table --out` writes it)")
+    try:
+        return {policy: trial["config"] for policy, trial in json.loads(table.read_text())["chosen"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"{table}: not a tuning table (`chosen`: {{policy: {{config: ...}}}}): {e!r}") from None
