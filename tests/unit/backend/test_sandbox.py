@@ -51,6 +51,8 @@ class Hostile:
     # process of a pid namespace of its own, whose parent lies outside it (getppid() is 0), and which
     # nothing inside it may kill, itself included.
     in_user_namespace: tuple[str, tuple[str | None, ...]] | None = None
+    # Sandbox limits of this case over FAST_LIMITS.
+    limits: tuple[tuple[str, float], ...] = ()
 
     def expected(self, walls: str | None) -> tuple[str, tuple[str | None, ...]]:
         if walls == "user-namespace" and self.in_user_namespace:
@@ -58,8 +60,10 @@ class Hostile:
         return self.status, self.call_errors
 
 
-def hostile(name, code, status, *call_errors, calls=("f(1)",), in_user_namespace=None):
-    return pytest.param(Hostile(name, textwrap.dedent(code), status, call_errors, calls, in_user_namespace), id=name)
+def hostile(name, code, status, *call_errors, calls=("f(1)",), in_user_namespace=None, limits=()):
+    return pytest.param(
+        Hostile(name, textwrap.dedent(code), status, call_errors, calls, in_user_namespace, limits), id=name
+    )
 
 
 HOSTILE = [
@@ -228,7 +232,14 @@ HOSTILE = [
         in_user_namespace=("ok", (None,)),
     ),
     hostile("segfault", "import ctypes\ndef f(x):\n    return ctypes.string_at(0)\n", "killed_by_signal", "not_run"),
-    hostile("huge returned string", "def f(x):\n    return 'x' * 10**7\n", "output_too_large", None),
+    hostile(
+        "huge returned string",
+        "def f(x):\n    return 'x' * 10**7\n",
+        "output_too_large",
+        None,
+        # It takes 0.1 s on an idle machine; the task's budget is not what this case is about.
+        limits=(("task_timeout_s", 10.0),),
+    ),
     hostile(
         # Forged result records on stdout/stderr must count for nothing: those go to /dev/null.
         "gigabytes on stdout and stderr",
@@ -486,8 +497,8 @@ class Outcome:
     ipc_left: list[str]
 
 
-def run_as_root(code: str, calls: tuple[str, ...], host: Host) -> Outcome:
-    with Sandbox(FAST) as sb:
+def run_as_root(code: str, calls: tuple[str, ...], host: Host, limits: dict) -> Outcome:
+    with Sandbox(sandbox_params(**limits)) as sb:
         uids = set(sandbox_workers().values())
         assert uids, "found no sandbox worker to watch"
         (run,) = sb.run([Job(code, calls)])
@@ -499,11 +510,11 @@ def run_as_root(code: str, calls: tuple[str, ...], host: Host) -> Outcome:
     return Outcome(run.status, run.outputs, run.call_errors, walls, still_works, processes_of(uids), ipc_left)
 
 
-def run_as_user(user: NonRoot, code: str, calls: tuple[str, ...], host: Host) -> Outcome:
+def run_as_user(user: NonRoot, code: str, calls: tuple[str, ...], host: Host, limits: dict) -> Outcome:
     # Under our own uid (tests run by a normal user), SysV objects that were there before are not the answer's.
     before = set() if user.prefix else ipc_of({user.uid})
     r, left = user.call(
-        "tests.support.nonroot:run_job", host.cwd, host.scratch, code=code, calls=list(calls), params=FAST_LIMITS
+        "tests.support.nonroot:run_job", host.cwd, host.scratch, code=code, calls=list(calls), params=limits
     )
     left += processes_of({user.uid}) if user.prefix else []
     ipc_left = remove_ipc_of({user.uid}, before) + remove_message_queue(host.marker)
@@ -515,12 +526,13 @@ def run_as_user(user: NonRoot, code: str, calls: tuple[str, ...], host: Host) ->
 @pytest.mark.parametrize("user", ["root", "non-root"])
 @pytest.mark.parametrize("case", HOSTILE)
 def test_hostile_answer_scores_nothing_and_leaves_nothing(case: Hostile, user: str, host: Host, nonroot):
+    limits = FAST_LIMITS | dict(case.limits)
     if user == "root":
         if os.geteuid() != 0:
             pytest.skip("the root sandbox needs root")
-        out = run_as_root(host.fill(case.code), case.calls, host)
+        out = run_as_root(host.fill(case.code), case.calls, host, limits)
     else:
-        out = run_as_user(nonroot, host.fill(case.code), case.calls, host)
+        out = run_as_user(nonroot, host.fill(case.code), case.calls, host, limits)
     assert out.walls == ("root" if user == "root" else "user-namespace")
     expected = case.expected(out.walls)
     assert (out.status, tuple(out.call_errors)) == expected
