@@ -23,7 +23,7 @@ repro-scale: setup
 	sweetflow experiment configs/experiments/$(POINT).yaml
 
 # SmolLM2-135M-Instruct, a real pretrained model, through the backend's whole chain as the DVC experiment
-# `smollm2` (docs/real-model.md; 79 minutes on 2 EPYC cores, twice that on a Xeon): the `real` extra (93 MB), the GGUF
+# `smollm2` (docs/real-model.md; about 110 minutes on 2 EPYC cores, twice that on a Xeon): the `real` extra (93 MB), the GGUF
 # that the package ships linked under models/external/, the same learning-rate grid for every trained
 # method on the validation tasks, then the experiment with what that chose (its tuned policies and their
 # validations come back from DVC's run cache). The tuning table is part of the record.
