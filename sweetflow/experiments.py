@@ -86,15 +86,18 @@ def set_arguments(changes: dict[str, object]) -> list[str]:
     return args
 
 
-def tuned_changes(table: Path | str, base: Path | str = PARAMS_FILE) -> dict[str, object]:
-    """{`policies.<policy>.<key>`: value} of each configuration that tuning table chose. A policy the
-    table has not tuned takes the choice of the one tuned policy of its method: SWEET-RL's ablation
-    takes SWEET-RL's, so that the two differ only in their critic."""
+def tuned_changes(
+    table: Path | str, base: Path | str = PARAMS_FILE, experiment: Path | str | None = None
+) -> dict[str, object]:
+    """{`policies.<policy>.<key>`: value} of each configuration that tuning table chose, for the
+    policies of `base` with the experiment file `experiment`'s changes. A policy the table has not
+    tuned takes the choice of the one tuned policy of its method: SWEET-RL's ablation takes SWEET-RL's,
+    so that the two differ only in their critic."""
     chosen = read_choices(table)
-    policies = load_params(base).policies
+    policies = (experiment_params(experiment, base) if experiment else load_params(base)).policies
     unknown = sorted(set(chosen) - set(policies))
     if unknown:
-        raise InputError(f"{table}: chosen: {unknown}: no such policy in {base}")
+        raise InputError(f"{table}: chosen: {unknown}: no such policy in {experiment or base}")
     configs = dict(chosen)
     for name, policy in policies.items():
         if name in chosen:
@@ -115,5 +118,5 @@ def run_command(
     --temp, or stage targets)."""
     changes = read_overlay(path, base)
     if tuned is not None:
-        changes |= tuned_changes(tuned, base)
+        changes |= tuned_changes(tuned, base, path)
     return ["dvc", "exp", "run", "-n", Path(path).stem, *set_arguments(changes), *extra]

@@ -11,6 +11,9 @@ metric (backend: success rate), ties broken by the other headline metric, then b
     dvc queue start -j 1                     # run them; `dvc queue status` to follow
     sweetflow tune run --domain backend      # or: run each at once, in the workspace
     sweetflow tune table --domain backend    # reports/tuning/<domain>.{md,json}: every run and the choice
+
+With `--overlay configs/experiments/<name>.yaml` every configuration runs on that experiment's
+values, its experiment's name ends in `-on-<name>`, and `tune table --overlay` reads those only.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ NLL_SETTINGS = ({"nll_coef": 0.0}, {"nll_coef": 0.01}, OFFICIAL_NLL)
 NLL_KEYS = ("nll_coef", "nll_span", "nll_mean")
 DEFAULT_NLL = {"nll_span": "response", "nll_mean": "token"}  # what experiments without those keys ran
 PREFIX = "tune"
+ON = "on-"  # names a tuning on an experiment file: tune-backend-rft-lr1e-04-ep1-on-smollm2
 
 
 def configurations(
@@ -44,8 +48,9 @@ def configurations(
     return [{**g, **nll} for g in grid for nll in NLL_SETTINGS]
 
 
-def experiment_name(domain: str, policy: str, config: dict) -> str:
-    """A git-ref-safe name that says what the experiment tried."""
+def experiment_name(domain: str, policy: str, config: dict, on: str | None = None) -> str:
+    """A git-ref-safe name that says what the experiment tried, and `on` which experiment file (its
+    stem): the same configuration tuned on two experiments of one commit makes two experiments."""
     lr = config["learning_rate"]
     rate = f"{lr:.0e}" if float(f"{lr:.0e}") == lr else repr(lr)  # 1e-04 as before; 2.5e-05 not as 2e-05
     parts = [PREFIX, domain, policy, f"lr{rate}", f"ep{config['epochs']}"]
@@ -53,11 +58,25 @@ def experiment_name(domain: str, policy: str, config: dict) -> str:
         parts.append(f"nll{config['nll_coef']:g}")
     if config.get("nll_span") == "dialogue":
         parts.append(f"dialogue-{config['nll_mean']}")
-    return "-".join(parts).replace("+", "").replace(".", "p")
+    if on:
+        parts.append(f"{ON}{on}")
+    return _ref_safe("-".join(parts))
 
 
-def queue_command(domain: str, policy: str, config: dict, overlay: list[str] = (), queued: bool = True) -> list[str]:
-    """The experiment of one configuration; `overlay`: `-S` arguments of an experiment file
+def _ref_safe(text: str) -> str:
+    return text.replace("+", "").replace(".", "p")
+
+
+def tuned_on(name: str) -> str | None:
+    """The experiment file (stem) a tuning experiment of `experiment_name` ran on; None: params.yaml's own."""
+    _, on, stem = name.rpartition(f"-{ON}")
+    return stem if on else None
+
+
+def queue_command(
+    domain: str, policy: str, config: dict, overlay: list[str] = (), queued: bool = True, on: str | None = None
+) -> list[str]:
+    """The experiment of one configuration; `overlay`: `-S` arguments of the experiment file `on`
     (`sweetflow.experiments`) it runs on, before the configuration's own. Not `queued`: it runs at
     once, in the workspace."""
     sets = [arg for key, value in config.items() for arg in ("-S", f"policies.{policy}.{key}={value}")]
@@ -67,7 +86,7 @@ def queue_command(domain: str, policy: str, config: dict, overlay: list[str] = (
         "run",
         *(["--queue"] if queued else []),
         "-n",
-        experiment_name(domain, policy, config),
+        experiment_name(domain, policy, config, on),
         *overlay,
         *sets,
         f"validate@{domain}-{policy}",
@@ -83,23 +102,24 @@ def launch(
     queued: bool = True,
     learning_rates: tuple[float, ...] = LEARNING_RATES,
     epochs: tuple[int, ...] = EPOCHS,
+    on: str | None = None,
 ) -> list[str]:
-    """Queue every configuration of every policy (name → method), each on `overlay` (`-S` arguments);
-    returns the experiment names. Not `queued`: run them one after another in the workspace instead,
-    without a temporary copy of the project each. Either way every stage a configuration ran goes to
-    DVC's run cache (the queue's temporary copies share the workspace's cache), so the final run with
-    the chosen configurations restores their policies and validations instead of training them again.
-    A configuration whose experiment this commit already has is skipped, so that an interrupted
-    tuning resumes where it stopped."""
+    """Queue every configuration of every policy (name → method), each on `overlay` (`-S` arguments
+    of the experiment file `on`); returns the experiment names. Not `queued`: run them one after
+    another in the workspace instead, without a temporary copy of the project each. Either way every
+    stage a configuration ran goes to DVC's run cache (the queue's temporary copies share the
+    workspace's cache), so the final run with the chosen configurations restores their policies and
+    validations instead of training them again. A configuration whose experiment this commit already
+    has is skipped, so that an interrupted tuning resumes where it stopped."""
     done = recorded(root)
     names = []
     for policy, method in policies.items():
         for config in configurations(method, nll, learning_rates, epochs):
-            name = experiment_name(domain, policy, config)
+            name = experiment_name(domain, policy, config, on)
             if name in done:
                 print(f"{name}: this commit has it already, skipped (`dvc exp remove {name}` runs it again)")
             else:
-                subprocess.run(queue_command(domain, policy, config, overlay, queued), cwd=root, check=True)
+                subprocess.run(queue_command(domain, policy, config, overlay, queued, on), cwd=root, check=True)
             names.append(name)
     return names
 
@@ -132,16 +152,20 @@ def choose(trials: list[Trial], headline: tuple[str, str], goal: str) -> dict[st
     return best
 
 
-def collect(domain: str, method_of: dict[str, str], root: Path = Path("."), commits: int = 1) -> list[Trial]:
-    """Every finished tuning experiment of `domain`, read from DVC's experiment refs, on the last
-    `commits` commits of HEAD (1: the experiments of HEAD itself, as `dvc exp show`); `method_of`
-    maps each policy to its method."""
+def collect(
+    domain: str, method_of: dict[str, str], root: Path = Path("."), commits: int = 1, on: str | None = None
+) -> list[Trial]:
+    """Every finished tuning experiment of `domain` on the experiment file `on` (None: on params.yaml
+    alone), read from DVC's experiment refs, on the last `commits` commits of HEAD (1: the experiments
+    of HEAD itself, as `dvc exp show`); `method_of` maps each policy to its method."""
     import dvc.api
 
     trials = []
     for row in dvc.api.exp_show(repo=str(root), num=commits):
         name = row.get("Experiment") or ""
         if not name.startswith(f"{PREFIX}-{domain}-") or row.get("State") not in (None, "Success"):
+            continue
+        if tuned_on(name) != (_ref_safe(on) if on else None):
             continue
         policy = _policy_of(name, domain)
         metrics = _git_json(root, row["rev"], paths.validation_metrics(domain, policy))
@@ -158,7 +182,8 @@ def collect(domain: str, method_of: dict[str, str], root: Path = Path("."), comm
         trials.append(Trial(policy, name, config, metrics))
     if not trials:
         raise InputError(
-            f"no finished experiment named {PREFIX}-{domain}-…: run `sweetflow tune queue` and the queue first"
+            f"no finished experiment named {PREFIX}-{domain}-…{f'-{ON}{on}' if on else ''}: run `sweetflow tune queue` "
+            "and the queue first"
         )
     return trials
 

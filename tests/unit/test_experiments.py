@@ -258,6 +258,15 @@ def test_a_tuning_table_that_names_an_unknown_policy_or_is_ambiguous_is_refused(
     two = {"sweet": {"learning_rate": 1e-3, "epochs": 1}, "sweet_long": {"learning_rate": 1e-4, "epochs": 4}}
     with pytest.raises(InputError, match=r"policies.sweet_no_info is untuned and its method 'sweet' has"):
         tuned_changes(tuning_table(tmp_path, two), base)
+    # The experiment file's policies decide, not params.yaml's: there the second SWEET-RL policy is RFT.
+    params["policies"]["sweet_long"] = dict(params["policies"]["sweet"])  # not a YAML alias of sweet's
+    base.write_text(yaml.safe_dump(params))
+    experiment = tmp_path / "rft_long.yaml"
+    experiment.write_text(yaml.safe_dump({"policies": {"sweet_long": {"method": "rft", "critic": None}}}))
+    with pytest.raises(InputError, match=r"policies.sweet_no_info is untuned"):
+        tuned_changes(tuning_table(tmp_path, two), base)
+    changes = tuned_changes(tuning_table(tmp_path, two), base, experiment)
+    assert changes["policies.sweet_no_info.learning_rate"] == 1e-3 and changes["policies.rft.learning_rate"] == 1e-4
     (tmp_path / "backend.json").write_text('{"chosen": [1]}')
     with pytest.raises(InputError, match=r"backend.json: not a tuning table"):
         tuned_changes(tmp_path / "backend.json", PARAMS)

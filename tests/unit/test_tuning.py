@@ -20,6 +20,7 @@ from sweetflow.tuning import (
     launch,
     queue_command,
     render,
+    tuned_on,
     write_table,
 )
 from tests.support.project import tool_env
@@ -41,6 +42,17 @@ def test_names_are_distinct_git_ref_safe_and_name_the_policy():
     assert len(set(names)) == len(names)
     assert all(re.fullmatch(r"[A-Za-z0-9_-]+", n) for n in names)
     assert names[0].startswith("tune-backend-sweet-lr")
+
+
+@given(stem=st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,30}", fullmatch=True))
+def test_a_tuning_on_an_experiment_file_is_named_apart_and_read_back(stem):
+    """Two experiment files tuned at one commit (scale-3000 and scale-15000) must not share a name:
+    the second would be skipped as done, and its table would mix in the first's trials."""
+    config = {"learning_rate": 1e-4, "epochs": 1}
+    alone, on = experiment_name("backend", "sweet", config), experiment_name("backend", "sweet", config, stem)
+    assert on != alone and on.startswith(alone) and re.fullmatch(r"[A-Za-z0-9_-]+", on)
+    assert tuned_on(alone) is None and tuned_on(on) == stem.replace("+", "").replace(".", "p")
+    assert tuned_on(experiment_name("backend", "sweet", config, "smollm2")) == "smollm2"
 
 
 def test_an_experiment_targets_only_the_validation_stage():
@@ -158,5 +170,7 @@ def test_a_configuration_that_ran_on_this_commit_is_skipped_so_tuning_resumes(tm
     run("dvc", "exp", "run", "-n", ran)
     grid = {"nll": False, "root": tmp_path, "queued": False, "epochs": (1,)}
     assert launch("backend", {"rft": "rft"}, learning_rates=(1e-4,), **grid) == [ran]  # not run again
+    with pytest.raises(subprocess.CalledProcessError):  # the same configuration on an experiment file is run
+        launch("backend", {"rft": "rft"}, learning_rates=(1e-4,), on="smollm2", **grid)
     with pytest.raises(subprocess.CalledProcessError):  # one it lacks is run: this project has no such stage
         launch("backend", {"rft": "rft"}, learning_rates=(1e-4, 1e-3), **grid)
