@@ -24,9 +24,10 @@ repro-scale: setup
 
 # SmolLM2-135M-Instruct, a real pretrained model, through the backend's whole chain as the DVC experiment
 # `smollm2` (docs/real-model.md; about 110 minutes on 2 Zen 5 EPYC cores, about 1.7 times that on Zen 4,
-# twice on a Xeon): the `real` extra (93 MB), the GGUF that the package ships linked under models/external/,
-# the same learning-rate grid for every trained method on the validation tasks, then the experiment with what that chose (its tuned policies and their
-# validations come back from DVC's run cache). The tuning table is part of the record.
+# twice on a Xeon): the `real` extra (93 MB), the GGUF that the package ships linked under
+# models/external/, the same learning-rate grid for every trained method on the validation tasks, then
+# the experiment with what that chose (its tuned policies and their validations come back from DVC's run
+# cache). The tuning table is part of the record.
 REAL_TUNING := reports/experiments/smollm2/tuning
 repro-real:
 	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
