@@ -68,8 +68,9 @@ def _ref_safe(text: str) -> str:
 
 
 def tuned_on(name: str) -> str | None:
-    """The experiment file (stem) a tuning experiment of `experiment_name` ran on; None: params.yaml's own."""
-    _, on, stem = name.rpartition(f"-{ON}")
+    """The experiment file (stem) a tuning experiment of `experiment_name` ran on; None: params.yaml's own.
+    The first `-on-` ends the configuration (no part of it holds one); the stem may hold more."""
+    _, on, stem = name.partition(f"-{ON}")
     return stem if on else None
 
 

@@ -53,6 +53,7 @@ def test_a_tuning_on_an_experiment_file_is_named_apart_and_read_back(stem):
     assert on != alone and on.startswith(alone) and re.fullmatch(r"[A-Za-z0-9_-]+", on)
     assert tuned_on(alone) is None and tuned_on(on) == stem.replace("+", "").replace(".", "p")
     assert tuned_on(experiment_name("backend", "sweet", config, "smollm2")) == "smollm2"
+    assert tuned_on(experiment_name("backend", "sweet_no_info", config, "train-on-more")) == "train-on-more"
 
 
 def test_an_experiment_targets_only_the_validation_stage():
