@@ -116,8 +116,8 @@ def locked(path: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def status(project: Path) -> dict:
-    return json.loads(run(["dvc", "status", "--json"], project).stdout)
+def status(project: Path, *targets: str) -> dict:
+    return json.loads(run(["dvc", "status", "--json", *targets], project).stdout)
 
 
 def copy_of(project: Path, dest: Path) -> Path:
