@@ -24,6 +24,7 @@ SMALL = {"vocab_size": 384, "hidden_size": 32, "layers": 1, "heads": 2, "max_len
 SMOKE = {
     "allocator": (["--rounds", "1", "--steps", "1", "--rows", "2", "--tokens", "2"], "allocator.json"),
     "dpo_throughput": (["--pairs", "4", "--repeats", "1", "--modes", "ours", "trl"], "dpo_throughput.json"),
+    "dvc_commands": (["--rounds", "1", "--commands", "status", "--project", "{repo}"], "dvc_commands.json"),
     "episodes_throughput": (
         ["--tasks", "1", "--turns", "1", "--tokens", "2", "--concurrency", "2"],
         "episodes_throughput.json",
