@@ -88,7 +88,8 @@ def main() -> None:
     Console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     report = {
-        "machine": {"cpu": platform.processor() or platform.machine(), "python": platform.python_version()},
+        "machine": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
         "project": str(args.project),
         "lock_bytes": lock_bytes,
         "rounds": args.rounds,
