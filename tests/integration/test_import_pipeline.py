@@ -11,7 +11,7 @@ import polars as pl
 from sweetflow.backend.tasks.colbench import read_backend_jsonl
 from sweetflow.core.artifacts import read_manifest
 from sweetflow.dag import load_stages, snakemake_inputs
-from tests.support.chat_templates import stock_checkpoint
+from tests.support.chat_templates import check_the_trained_chain_kept_the_template, stock_checkpoint
 from tests.support.offline import official_line
 from tests.support.project import SAMPLE, SMALL_PARAMS, make_project, merge, run
 
@@ -83,6 +83,9 @@ def test_the_chain_trains_on_imported_trajectories_and_the_file_is_a_dependency(
         "models/backend/policies/mtdpo/seed0",
     ):
         assert (project / out / "model.safetensors").is_file(), out
+    # Mistral v0.3's template drops the system message from training sequences: adoption folds it into
+    # the first user turn, and the critic still reads the reference (test_stock_templates.py's check).
+    check_the_trained_chain_kept_the_template(project, {"system": "first user turn"}, PARAMS["episodes"]["max_turns"])
     candidates = pl.read_parquet(project / "data/backend/candidates/candidates.parquet")
     assert set(candidates["task_id"]) <= train_ids and candidates.height > 0
     quality = json.loads((project / "reports/backend/stages/critic_quality/with_info/metrics.json").read_text())

@@ -15,8 +15,14 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from sweetflow.models.checkpoint import save_checkpoint
+import polars as pl
+
+from sweetflow.core.artifacts import read_manifest
+from sweetflow.core.tables import dialogues_by_trajectory
+from sweetflow.models.checkpoint import load_checkpoint, save_checkpoint
 from sweetflow.models.tiny import build_model, train_tokenizer
+from sweetflow.rl.sequences import segmented
+from sweetflow.views import chat_for, dialogue_view
 from tests.support.llm_server import CORPUS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "chat_templates"
@@ -225,3 +231,22 @@ def stock_checkpoint(path: Path, model: str, max_length: int = 3072) -> Path:
         config.eos_token_id = tokenizer.eos_token_id
         config.bos_token_id = tokenizer.bos_token_id
     return save_checkpoint(built, tokenizer, path)
+
+
+def check_the_trained_chain_kept_the_template(project: Path, record: dict, max_turns: int) -> None:
+    """In a project whose backend chain ran on an adopted stock checkpoint: adoption recorded how the
+    template carries the system message (`record`), the SWEET-RL policy keeps the adopted template, and
+    the critic's training sequences, made from the rollouts, carry the task's reference solution."""
+    manifest = read_manifest(project / "models/backend/base")
+    assert {k: v for k, v in manifest["chat_template"].items() if k != "system_folded_because"} == record
+    assert manifest["params"]["chat_template"] == {"date": DATE.isoformat()}
+    _, adopted = load_checkpoint(project / "models/backend/base")
+    _, policy = load_checkpoint(project / "models/backend/policies/sweet/seed0")
+    assert policy.chat_template == adopted.chat_template
+    _, critic = load_checkpoint(project / "models/backend/critics/with_info")
+    tasks = {t["task_id"]: t for t in pl.read_parquet(project / "data/backend/tasks/train.parquet").to_dicts()}
+    dialogues = dialogues_by_trajectory(pl.read_parquet(project / "data/backend/rollout/trajectories.parquet"))
+    (task_id, _), dialogue = next(iter(dialogues.items()))
+    chat = chat_for(dialogue_view(tasks[task_id], dialogue, max_turns), tasks[task_id]["ground_truth"])
+    sequence = segmented(critic, chat, "turns", 100_000)
+    assert "".join(tasks[task_id]["ground_truth"].split()) in "".join(critic.decode(sequence.input_ids).split())
