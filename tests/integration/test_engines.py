@@ -3,7 +3,6 @@ stage declares, and the same artifacts from both (compared with the reproduced p
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 
 from sweetflow.core.artifacts import content_hash
 from sweetflow.dag import StageSpec, load_stages, rule_name
-from tests.support.project import ROOT, SMALL_PARAMS, make_project, run
+from tests.support.project import ROOT, SMALL_PARAMS, dvc_status, make_project, run
 from tests.support.reproduced import CHECKPOINT_FILES, DATA_OUTS, METRICS
 
 
@@ -98,7 +97,7 @@ def test_dvc_and_snakemake_produce_identical_artifacts_and_snakemakes_are_shared
     assert not (snake_project / "data/frontend/tasks").exists()  # only the targets' part of the DAG ran
 
     run(["dvc", "commit", "--force", "--with-deps", *targets], snake_project)
-    assert json.loads(run(["dvc", "status", "--json", "--with-deps", *targets], snake_project).stdout) == {}
+    assert dvc_status(snake_project, "--with-deps", *targets) == {}
     run(["dvc", "remote", "add", "-d", "shared", str(tmp_path / "remote")], snake_project)
     run(["git", "add", "-A"], snake_project)
     run(["git", "commit", "-qm", "snakemake's outputs, committed to DVC"], snake_project)
@@ -106,6 +105,6 @@ def test_dvc_and_snakemake_produce_identical_artifacts_and_snakemakes_are_shared
     clone = tmp_path / "teammate"
     run(["git", "clone", "-q", str(snake_project), str(clone)], tmp_path)
     run(["dvc", "pull", "-q", "--with-deps", *targets], clone)
-    assert json.loads(run(["dvc", "status", "--json", "--with-deps", *targets], clone).stdout) == {}
+    assert dvc_status(clone, "--with-deps", *targets) == {}
     for path in compared:
         assert content_hash(clone / path) == content_hash(snake_project / path), path

@@ -13,7 +13,7 @@ from sweetflow.core.artifacts import read_manifest
 from sweetflow.dag import load_stages, snakemake_inputs
 from tests.support.chat_templates import check_the_trained_chain_kept_the_template, stock_checkpoint
 from tests.support.offline import official_line
-from tests.support.project import SAMPLE, SMALL_PARAMS, make_project, merge, run
+from tests.support.project import SAMPLE, SMALL_PARAMS, dvc_status, make_project, merge, run
 
 ROWS = (SAMPLE / "backend_test_first100.jsonl").read_text().splitlines()
 TRAIN_ROWS, N_VAL, TEST_ROWS = ROWS[:14], 4, ROWS[20:28]  # the last N_VAL train rows are the validation tasks
@@ -90,12 +90,12 @@ def test_the_chain_trains_on_imported_trajectories_and_the_file_is_a_dependency(
     assert set(candidates["task_id"]) <= train_ids and candidates.height > 0
     quality = json.loads((project / "reports/backend/stages/critic_quality/with_info/metrics.json").read_text())
     assert quality["labelled"]
-    assert json.loads(run(["dvc", "status", "--json", *TARGETS], project).stdout) == {}
+    assert dvc_status(project, *TARGETS) == {}
 
     # The file is the stage's dependency under both engines: a changed line reruns the rollout.
     monkeypatch.chdir(project)  # the Snakefile lists a source directory's files as it runs, in the project
     rollout_stage = next(s for s in load_stages(project) if s.name == "rollout@backend")
     assert OFFLINE in snakemake_inputs(rollout_stage, {o for s in load_stages(project) for o in s.outs})
     (project / OFFLINE).write_text("".join(json.dumps(line) + "\n" for line in lines[:-1]))
-    status = json.loads(run(["dvc", "status", "--json", "rollout@backend"], project).stdout)
+    status = dvc_status(project, "rollout@backend")
     assert {"changed deps": {"data/offline": "modified"}} in status["rollout@backend"]

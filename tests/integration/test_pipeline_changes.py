@@ -13,8 +13,8 @@ import polars as pl
 
 from sweetflow.core.artifacts import content_hash
 from sweetflow.dag import load_stages
-from tests.support.project import run
-from tests.support.reproduced import CHECKPOINT_FILES, DATA_OUTS, METRICS, copy_of, status
+from tests.support.project import dvc_status, run
+from tests.support.reproduced import CHECKPOINT_FILES, DATA_OUTS, METRICS, copy_of
 
 
 def test_lineage_names_a_hand_edited_artifact(repro_project: Path, tmp_path: Path):
@@ -55,7 +55,7 @@ def test_team_shares_artifacts_through_a_remote(repro_project: Path, tmp_path: P
     run(["dvc", "pull", "-q"], clone)
     for out in DATA_OUTS + METRICS + CHECKPOINT_FILES:
         assert content_hash(clone / out) == content_hash(origin / out)
-    assert json.loads(run(["dvc", "status", "--json"], clone).stdout) == {}
+    assert dvc_status(clone) == {}
     assert "up to date" in run(["dvc", "repro"], clone).stdout.lower()
 
 
@@ -85,7 +85,7 @@ def test_importing_every_module_changes_no_stage(repro_project: Path, tmp_path: 
     )
     run(["python", "-c", f"import importlib; [importlib.import_module(m) for m in {modules!r}]"], project)
     assert list((project / "sweetflow/rl").glob("__pycache__/*.pyc")), "bytecode should have been written"
-    assert status(project) == {}
+    assert dvc_status(project) == {}
 
 
 def test_a_forced_identical_rerun_leaves_every_later_stage_up_to_date(repro_project: Path, tmp_path: Path):
@@ -95,7 +95,7 @@ def test_a_forced_identical_rerun_leaves_every_later_stage_up_to_date(repro_proj
     before = (project / "data/backend/tasks/manifest.json").read_bytes()
     run(["dvc", "repro", "--force", "--single-item", "tasks@backend"], project)
     assert (project / "data/backend/tasks/manifest.json").read_bytes() == before
-    assert status(project) == {}
+    assert dvc_status(project) == {}
 
 
 def test_a_changed_value_reruns_exactly_the_stages_that_read_it(repro_project: Path, tmp_path: Path):
@@ -105,7 +105,7 @@ def test_a_changed_value_reruns_exactly_the_stages_that_read_it(repro_project: P
     (project / "params.yaml").write_text(params.replace("memory_mb: 1024", "memory_mb: 1000", 1))
     readers = {s.name for s in load_stages(project) if "backend.scoring" in json.loads(s.params)}
     assert {"tasks@backend", "evaluate@backend-expert", "rollout@backend", "critic_check@backend-with_info"} <= readers
-    assert set(status(project)) == readers
+    assert set(dvc_status(project)) == readers
     diff = json.loads(run(["dvc", "params", "diff", "--json"], project).stdout)
     change = diff["params.yaml"]["backend.scoring.memory_mb"]
     assert (change["old"], change["new"]) == (1024, 1000)

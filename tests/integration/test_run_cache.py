@@ -11,8 +11,8 @@ import yaml
 
 from sweetflow.core.artifacts import content_hash
 from sweetflow.dag import load_stages
-from tests.support.project import run
-from tests.support.reproduced import copy_of, status
+from tests.support.project import dvc_status, run
+from tests.support.reproduced import copy_of
 
 # B is run for the backend's RFT policy and its evaluation only: what is shown is the same for every stage,
 # and the frontend's and the report's reruns would only lengthen the suite.
@@ -66,7 +66,7 @@ def test_switching_a_parameter_back_restores_its_outputs_from_the_run_cache(two_
     seconds = time.monotonic() - started
     assert ran(again) == [] and set(RFT_READERS) <= set(restored(again))
     assert outputs_of(project, RFT_READERS) == outputs_of(repro_project, RFT_READERS)
-    assert status(project) == {}
+    assert dvc_status(project) == {}
     assert seconds < b_seconds, (seconds, b_seconds)  # restoring costs less than training; figures in the notes
 
 
@@ -95,9 +95,9 @@ def test_a_teammate_restores_a_configuration_from_the_shared_run_cache_without_t
     clone = tmp_path / "teammate"
     run(["git", "clone", "-q", str(origin), str(clone)], tmp_path)
     run(["dvc", "pull", "-q", "--run-cache"], clone)
-    assert status(clone) == {}
+    assert dvc_status(clone) == {}
     (clone / "params.yaml").write_text(b_params)  # B, which only the origin ever ran
     b = run(["dvc", "repro", "--pull", TARGET], clone).stdout
     assert ran(b) == [] and set(RFT_READERS) <= set(restored(b))
     assert outputs_of(clone, RFT_READERS) == b_outputs
-    assert status(clone, TARGET) == {}
+    assert dvc_status(clone, TARGET) == {}

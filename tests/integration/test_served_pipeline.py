@@ -16,7 +16,7 @@ import yaml
 from sweetflow.core.artifacts import content_hash, read_manifest
 from tests.support.chat_templates import stock_checkpoint
 from tests.support.params import project_params
-from tests.support.project import SMALL_PARAMS, make_project, merge, run
+from tests.support.project import SMALL_PARAMS, dvc_status, make_project, merge, run
 
 TARGETS = ["evaluate_policy@backend-rft", "candidates@backend"]
 SEEDS = SMALL_PARAMS["seeds"]
@@ -125,7 +125,7 @@ def test_candidates_come_from_a_server_of_the_base_model(served_project: Path):
         metrics["failed_generations"] == 0 and candidates.height == states.height * SMALL_PARAMS["candidates"]["n"] > 0
     )
     assert candidates["logprob_mean"].is_null().all() and candidates["n_tokens"].is_between(1, 16).all()
-    assert json.loads(run(["dvc", "status", "--json", *TARGETS], project).stdout) == {}
+    assert dvc_status(project, *TARGETS) == {}
     assert left_running(project) == []
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -93,6 +94,11 @@ def run(cmd: list[str], cwd: Path, check: bool = True, timeout: float = 600) -> 
     if check and result.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
     return result
+
+
+def dvc_status(project: Path, *args: str) -> dict:
+    """`dvc status --json` of `project` with `args` (targets, options): {} when nothing is stale."""
+    return json.loads(run(["dvc", "status", "--json", *args], project).stdout)
 
 
 def make_project(dest: Path, params: dict | None = None) -> Path:

@@ -8,7 +8,6 @@ the same repository (DVC locks a repository while it reads it)."""
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import shutil
 from contextlib import contextmanager
@@ -114,10 +113,6 @@ def locked(path: Path):
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def status(project: Path, *targets: str) -> dict:
-    return json.loads(run(["dvc", "status", "--json", *targets], project).stdout)
 
 
 def copy_of(project: Path, dest: Path) -> Path:
