@@ -4,23 +4,29 @@
 each task's reference solution, the training-time information), its offline rollouts, their
 trajectory pairs and its base model, which the critic starts from and which is its reference. With
 `warmup_epochs`, the critic first fine-tunes on the successful rollouts in its own view, and that model
-is its start and its reference instead. Each trajectory is
+is its start and its reference instead, kept beside the critic for the ranking (`sweetflow.rl.ranking`).
+Each trajectory is
 read in the critic's view — the reference solution in the system message, unless `training_info`
 is off (the ablation) — and each agent turn is one segment: the critic's advantage of a turn is
-its length-normalised log-ratio against the base model, and the Bradley–Terry loss compares the
+its length-normalised log-ratio against its reference, and the Bradley–Terry loss compares the
 sums over the turns of the chosen and the rejected trajectory. The pairs of a few held-out tasks
-measure `eval/rewards/accuracies` (how often the critic prefers the better trajectory).
+measure `eval/rewards/accuracies` (how often the critic prefers the better trajectory) and how far
+the critic drifted as a language model: its NLL of their turns before and after, and the mean
+per-token KL divergence from its reference there (`heldout_kl_to_reference`, `sweetflow.rl.drift`).
 
-Writes `models/DOMAIN/critics/NAME/` (the checkpoint; `reference_logps.pt`, the base model's
-per-turn log-probs of the training sequences, computed once; `training_config.json`;
-`manifest.json`) and `reports/DOMAIN/stages/critics/NAME/` (DVCLive `metrics.json` and curves).
+Writes `models/DOMAIN/critics/NAME/` (the checkpoint; `reference/`, the warmed-up reference, with
+warm-up only; `reference_logps.pt`, the reference's per-turn log-probs of the training sequences,
+computed once; `training_config.json`; `manifest.json`) and `reports/DOMAIN/stages/critics/NAME/`
+(DVCLive `metrics.json` and curves).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from functools import partial
+from pathlib import Path
 
 import polars as pl
 import torch
@@ -32,10 +38,12 @@ from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.params import CriticParams, TrainingParams
 from sweetflow.core.tables import read_tasks
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, save_checkpoint
+from sweetflow.rl.drift import mean_token_kl
 from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.loop import TrainRun, forward_batch_size, launch, live_report
 from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.preference import ScoredPairs, train_preference
+from sweetflow.rl.ranking import REFERENCE_DIR, critic_reference
 from sweetflow.rl.sequences import context_length, successful_chats, trajectory_pair_data
 from sweetflow.rl.sft import encode_chats, split_by_task, train_sft
 
@@ -61,7 +69,8 @@ def main() -> None:
     is_held = pl.col("task_id").is_in(held)
 
     # Warm-up: learn to read the critic's view first; the held-out tasks stay unseen, as for the pairs.
-    warmup = {}
+    # The warmed model is the critic's reference: kept, so that the ranking subtracts the same model.
+    warmup, kept_reference = {}, tempfile.TemporaryDirectory()
     if p.warmup_epochs:
         kept = trajectories.filter(~is_held)
         chats = successful_chats(tasks, kept, p.warmup_min_reward, p.training_info, max_turns=max_turns)
@@ -73,6 +82,7 @@ def main() -> None:
         if fitted.model is None:  # not the main process
             return
         model = fitted.model
+        save_checkpoint(model, tokenizer, Path(kept_reference.name) / REFERENCE_DIR, state_dict=fitted.state)
         warmup = {"warmup_dialogues": len(examples), "warmup_loss_last_epoch": fitted.summary["train_loss_last_epoch"]}
 
     # Pairs in the critic's view, with the start model's log-probs as the reference.
@@ -115,15 +125,34 @@ def main() -> None:
         inputs = [tasks_file, rollout, pairs_file, base]
         with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed) as out:
             save_checkpoint(fitted.model, tokenizer, out.dir, state_dict=fitted.state)
+            if p.warmup_epochs:
+                shutil.move(Path(kept_reference.name) / REFERENCE_DIR, out.dir / REFERENCE_DIR)
             reference = {"keys": keys, "sums": train.ref.sums, "counts": train.ref.counts}
             torch.save(reference, out.dir / "reference_logps.pt")
             config = {"critic": p.model_dump(mode="json"), "data": data, "training": fitted.summary}
             write_json(out.dir / "training_config.json", config)
             out.run["training"] = fitted.run
+        kept_reference.cleanup()
         metrics = json.loads((live / "metrics.json").read_text())
         accuracy = fitted.summary.get("eval_rewards/accuracies_final")  # DVCLive nests it under its slash
-        write_json(live / "metrics.json", {**metrics, **data, "heldout_accuracy": accuracy})
+        drift = heldout_drift(stage.out, base, holdout, p, engine, pad)
+        write_json(live / "metrics.json", {**metrics, **data, "heldout_accuracy": accuracy, **drift})
     print(json.dumps({"data": data, "training": {**fitted.summary, **fitted.run}}, indent=2))
+
+
+def heldout_drift(critic_dir: str, base: str, holdout: ScoredPairs | None, p: CriticParams, engine, pad: int) -> dict:
+    """The saved critic's mean per-token KL divergence from its reference over the agent turns of the
+    held-out pairs' trajectories (the context segment of a dialogue NLL left out); {} without them."""
+    if holdout is None:
+        return {}
+    critic, _ = load_checkpoint(critic_dir)
+    reference, _ = load_checkpoint(critic_reference(critic_dir, base))
+    turns = holdout.ref.num_segments - (p.nll_span == "dialogue")
+    sequences = sorted({i for pair in holdout.data.pairs for i in pair})
+    kl = mean_token_kl(
+        critic, reference, [holdout.data.sequences[i] for i in sequences], forward_batch_size(p, engine), pad, turns
+    )
+    return {"heldout_kl_to_reference": round(kl, 5)}
 
 
 def critic_pairs(

@@ -4,7 +4,9 @@
 candidates, training tasks, offline rollouts (the states), the critic and the base model. Each candidate
 is read after its state in the critic's view (with the reference solution when the critic was
 trained with it) and scored by its mean per-token log-ratio:
-- `baseline: reference` (the paper): mean log π_critic − mean log π_base, both in the critic's view;
+- `baseline: reference` (the paper): the advantage the critic's loss was trained on, mean log π_critic −
+  mean log π_ref, both in the critic's view, π_ref the critic's own reference (the warmed-up model when
+  the critic had a warm-up, else the base model: `sweetflow.rl.ranking`);
 - `baseline: sampling` (the official code): mean log π_critic minus the sampling policy's own mean
   log-prob of the candidate, recorded at sampling time in the policy's view.
 A candidate whose state and action exceed the critic's context is left out (counted).
@@ -26,6 +28,7 @@ from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.tables import read_tasks
 from sweetflow.models.checkpoint import load_checkpoint, pad_id
 from sweetflow.rl.logprobs import reference_segment_logps
+from sweetflow.rl.ranking import critic_reference, score_candidates
 from sweetflow.rl.sequences import candidate_sequences, context_length
 
 
@@ -60,21 +63,21 @@ def main() -> None:
     kept_sequences = [s for s in sequences if s is not None]
     inputs = [tasks_file, rollout, candidates_file, critic_dir] + ([base] if p.baseline == "reference" else [])
     with stage_output(stage.out, stage.name, stage.sections, inputs, metrics=stage.metrics) as out:
-        mine = reference_segment_logps(critic, kept_sequences, p.batch_size, pad_id(tokenizer))
-        critic_mean = (mine.sums[:, 0] / mine.counts[:, 0].clamp(min=1)).tolist()
         if p.baseline == "reference":
-            base_model, _ = load_checkpoint(base)
-            ref = reference_segment_logps(base_model, kept_sequences, p.batch_size, pad_id(tokenizer))
-            baseline = (ref.sums[:, 0] / ref.counts[:, 0].clamp(min=1)).tolist()
-        else:
-            baseline = kept["logprob_mean"].to_list()
-        ranked = (
-            kept.select("state_id", "candidate")
-            .with_columns(
-                critic_logp_mean=pl.Series(critic_mean, dtype=pl.Float64),
-                baseline_logp_mean=pl.Series(baseline, dtype=pl.Float64),
+            reference, _ = load_checkpoint(critic_reference(critic_dir, base))
+            scores = score_candidates(
+                critic, reference, kept_sequences, p.batch_size, pad_id(tokenizer), critic_params.length_normalize
             )
-            .with_columns(score=pl.col("critic_logp_mean") - pl.col("baseline_logp_mean"))
+            critic_mean, baseline, score = scores.critic_mean, scores.reference_mean, scores.score
+        else:
+            mine = reference_segment_logps(critic, kept_sequences, p.batch_size, pad_id(tokenizer))
+            critic_mean = (mine.sums[:, 0] / mine.counts[:, 0].clamp(min=1)).tolist()
+            baseline = kept["logprob_mean"].to_list()
+            score = [c - b for c, b in zip(critic_mean, baseline, strict=True)]
+        ranked = kept.select("state_id", "candidate").with_columns(
+            critic_logp_mean=pl.Series(critic_mean, dtype=pl.Float64),
+            baseline_logp_mean=pl.Series(baseline, dtype=pl.Float64),
+            score=pl.Series(score, dtype=pl.Float64),
         )
         ranked.write_parquet(out.dir / "candidates.parquet")
         spread = ranked.group_by("state_id").agg(pl.col("score").std())["score"]

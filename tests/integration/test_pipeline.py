@@ -14,7 +14,12 @@ import pytest
 
 from sweetflow.cli import main
 from sweetflow.core.artifacts import content_hash, read_manifest, read_run_record
+from sweetflow.core.tables import read_tasks
 from sweetflow.dag import load_stages
+from sweetflow.models.checkpoint import load_checkpoint, pad_id
+from sweetflow.rl.logprobs import reference_segment_logps
+from sweetflow.rl.ranking import REFERENCE_DIR, critic_reference
+from sweetflow.rl.sequences import candidate_sequences
 from tests.support.browser import chromium_page
 from tests.support.project import SMALL_PARAMS, run
 from tests.support.reproduced import DATA_OUTS, METRICS
@@ -85,6 +90,34 @@ def test_sweet_rl_chain_trains_every_method_per_seed_in_both_domains_and_writes_
         "tasks@backend",
     ):
         assert ancestor in lineage, ancestor
+
+
+def test_rank_scores_each_candidate_against_the_critics_own_reference(repro_project: Path, monkeypatch):
+    """The critics of the small project warm up, so their loss compared them with the warmed model: the
+    ranking must subtract that model, kept beside each critic, and not the base model."""
+    monkeypatch.chdir(repro_project)  # the task tables are read by their paths in the project
+    domain = "backend"
+    tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
+    rollout = pl.read_parquet(f"data/{domain}/rollout/trajectories.parquet")
+    candidates = pl.read_parquet(f"data/{domain}/candidates/candidates.parquet").head(12)
+    for name, info in (("with_info", True), ("no_info", False)):
+        critic_dir = Path(f"models/{domain}/critics/{name}")
+        assert critic_reference(critic_dir, f"models/{domain}/base") == critic_dir / REFERENCE_DIR
+        reference, tokenizer = load_checkpoint(critic_dir / REFERENCE_DIR)
+        base, _ = load_checkpoint(f"models/{domain}/base")
+        turns = SMALL_PARAMS["episodes"]["max_turns"]
+        sequences = candidate_sequences(tokenizer, tasks, rollout, candidates, info, 10**6, max_turns=turns)
+        ranked = candidates.select("state_id", "candidate").join(
+            pl.read_parquet(f"data/{domain}/ranked/{name}/candidates.parquet"), on=["state_id", "candidate"]
+        )
+        assert ranked.height == candidates.height
+        for model, expected_equal in ((reference, True), (base, False)):
+            ref = reference_segment_logps(model, sequences, 4, pad_id(tokenizer))
+            means = (ref.sums[:, 0] / ref.counts[:, 0]).tolist()
+            same = ranked["baseline_logp_mean"].to_list() == pytest.approx(means, abs=1e-5)
+            assert same is expected_equal, (name, expected_equal)
+        critic = json.loads((repro_project / f"reports/{domain}/stages/critics/{name}/metrics.json").read_text())
+        assert critic["heldout_kl_to_reference"] > 0 and critic["eval_nll_final"] > 0
 
 
 def test_lineage_walks_to_the_roots_and_verifies(repro_project: Path):

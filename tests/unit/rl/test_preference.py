@@ -22,6 +22,7 @@ from sweetflow.rl.loop import TrainRun
 from sweetflow.rl.loss import PreferenceLoss, bradley_terry_loss, nll_loss, segment_scores
 from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.sequences import NOT_SCORED, PairData, SegmentedSequence, group_pairs
+from tests.support.models import tiny_llama
 from tests.support.params import training_params
 
 LOG = math.log
@@ -281,23 +282,6 @@ def test_batch_must_hold_chosen_then_rejected_rows():
 PAD, BOS, CONTEXT, HUMAN, AGENT, END = 0, 1, 2, 3, 4, 5
 GOOD, BAD, NEUTRAL = [6, 7], [8, 9, 9], [10, 11]  # the turns' contents; the bad one is longer
 WORDS = [12, 13, 14, 15]  # context and human-reply tokens
-
-
-def tiny_llama(seed: int = 0, vocab: int = 16) -> LlamaForCausalLM:
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=vocab,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=64,
-        pad_token_id=PAD,
-        bos_token_id=BOS,
-        eos_token_id=END,
-    )
-    return LlamaForCausalLM(config)
 
 
 def trajectory(context: int, turns: list[tuple[int, list[int]]]) -> SegmentedSequence:

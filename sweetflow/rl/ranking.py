@@ -1,0 +1,60 @@
+"""The critic's score of a candidate action (SWEET-RL step 5): the advantage its preference loss was
+trained on, A(o_t, a_t, c), read for one more action.
+
+The critic learnt a log-ratio against one model, its reference: the base model, or, with warm-up
+(`critics.<name>.warmup_epochs`), the base model after that warm-up. A ranking that subtracted any
+other model would add a term the Bradley–Terry loss never trained (log π_warm − log π_base), as large
+as the spread between a state's candidates. So the critic keeps its reference beside its weights
+(`REFERENCE_DIR`) and the ranking reads it there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from torch import nn
+
+from sweetflow.rl.logprobs import reference_segment_logps
+from sweetflow.rl.loss import segment_scores
+from sweetflow.rl.sequences import SegmentedSequence
+
+REFERENCE_DIR = "reference"  # under a critic's checkpoint: the warmed-up model its loss compared against
+
+
+def critic_reference(critic_dir: Path | str, base_dir: Path | str) -> Path:
+    """The checkpoint the critic at `critic_dir` was trained against: its own warmed-up start when it
+    kept one, else the base model it started from."""
+    kept = Path(critic_dir) / REFERENCE_DIR
+    return kept if (kept / "config.json").is_file() else Path(base_dir)
+
+
+@dataclass(frozen=True)
+class CandidateScores:
+    """Per candidate (one scored segment each): the critic's and its reference's mean log-prob, and
+    the score, the critic's advantage as its preference loss computes it."""
+
+    critic_mean: list[float]
+    reference_mean: list[float]
+    score: list[float]
+
+
+def score_candidates(
+    critic: nn.Module,
+    reference: nn.Module,
+    sequences: Sequence[SegmentedSequence],
+    batch_size: int,
+    pad_id: int,
+    length_normalize: bool,
+) -> CandidateScores:
+    """The critic's advantage of each candidate (its state, then the action as the one scored segment):
+    `segment_scores` of the critic's and the reference's log-prob sums, the formula of the loss
+    (length-normalised: mean log π_critic − mean log π_ref)."""
+    mine = reference_segment_logps(critic, sequences, batch_size, pad_id)
+    ref = reference_segment_logps(reference, sequences, batch_size, pad_id)
+    counts = mine.counts[:, 0].clamp(min=1)
+    score = segment_scores(mine.sums[:, 0], ref.sums[:, 0], mine.counts[:, 0], length_normalize)
+    return CandidateScores(
+        (mine.sums[:, 0] / counts).tolist(), (ref.sums[:, 0] / counts).tolist(), score.double().tolist()
+    )
