@@ -11,8 +11,8 @@ trained with it) and scored by its mean per-token log-ratio:
   log-prob of the candidate, recorded at sampling time in the policy's view.
 A candidate whose state and action exceed the critic's context is left out (counted).
 
-Writes `data/DOMAIN/ranked/CRITIC/` (`candidates.parquet`: state_id, candidate, score, critic and
-baseline mean log-probs; `manifest.json`) and `reports/DOMAIN/stages/ranked/CRITIC/metrics.json`.
+Writes `data/DOMAIN/ranked/CRITIC/` (`candidates.parquet`: state_id, candidate, n_tokens (as sampled),
+score, critic and baseline mean log-probs; `manifest.json`) and `reports/DOMAIN/stages/ranked/CRITIC/metrics.json`.
 """
 
 from __future__ import annotations

@@ -2,9 +2,11 @@
 
 `python -m stages.step_pairs DOMAIN CRITIC` reads params `step_pairs` and
 `data/DOMAIN/ranked/CRITIC/`; it pairs candidates of the top half of a state against its bottom half
-with a strict score gap, `num_pairs` per state drawn uniformly (`rule: halves`, the paper) or where
-the critic's gaps are largest (`largest_gaps`) (`sweetflow.rl.pairs.step_pairs`). Writes
-`data/DOMAIN/step_pairs/CRITIC/pairs.parquet` and `reports/DOMAIN/stages/step_pairs/CRITIC/metrics.json`.
+with a strict score gap, `num_pairs` per state drawn uniformly (`rule: halves`, the paper), drawn
+among pairs of similar length (`length_matched`) or where the critic's gaps are largest
+(`largest_gaps`) (`sweetflow.rl.pairs.step_pairs`). Writes `data/DOMAIN/step_pairs/CRITIC/pairs.parquet`
+and `reports/DOMAIN/stages/step_pairs/CRITIC/metrics.json`, with the critic's length bias: the
+within-state correlation of score and token count, and the pairs' chosen and rejected token counts.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from stages._common import begin
 from sweetflow.core import paths
 from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import run_stage
-from sweetflow.rl.pairs import step_pairs
+from sweetflow.rl.pairs import length_bias, step_pairs
 
 
 def main() -> None:
@@ -26,7 +28,7 @@ def main() -> None:
     ranked_file = f"{paths.ranked(domain, name)}/candidates.parquet"
     ranked = pl.read_parquet(ranked_file)
     with stage_output(stage.out, stage.name, stage.sections, [ranked_file], p.seed, stage.metrics) as out:
-        pairs = step_pairs(ranked, p.num_pairs, p.seed, p.rule, p.max_per_state)
+        pairs = step_pairs(ranked, p.num_pairs, p.seed, p.rule, p.max_per_state, p.max_length_ratio)
         pairs.write_parquet(out.dir / "pairs.parquet")
         gap = pairs["chosen_score"] - pairs["rejected_score"]
         out.metrics.update(
@@ -34,6 +36,7 @@ def main() -> None:
             states=ranked["state_id"].n_unique(),
             states_with_pairs=pairs["state_id"].n_unique(),
             mean_score_gap=round(float(gap.mean()), 5) if pairs.height else 0.0,
+            **length_bias(ranked, pairs),
         )
     print(json.dumps(out.metrics, indent=2))
 

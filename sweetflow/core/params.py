@@ -477,17 +477,25 @@ class RankParams(Section):
     batch_size: int = Field(ge=1, description="Sequences per forward pass.")
 
 
+StepPairRule = Literal["halves", "largest_gaps", "length_matched"]
+
+
 class StepPairsParams(Section):
     """Step-level pairs from ranked candidates (stage `step_pairs@<domain>-<critic>`, SWEET-RL step 6)."""
 
-    rule: Literal["halves", "largest_gaps"] = Field(
+    rule: StepPairRule = Field(
         description="'halves' (the paper): per state, `num_pairs` pairs drawn uniformly, chosen from the top half and "
         "rejected from the bottom; 'largest_gaps': as many pairs in all, the (top, bottom) combinations with the "
-        "largest critic score gaps over every state, at most `max_per_state` from one."
+        "largest critic score gaps over every state, at most `max_per_state` from one; 'length_matched': halves, "
+        "drawn only among combinations whose actions' token counts are within `max_length_ratio` of each other."
     )
     num_pairs: int = Field(ge=1, description="Pairs per state (official: 4); for largest_gaps, per state on average.")
     max_per_state: int = Field(ge=1, description="largest_gaps: at most this many pairs from one state.")
-    seed: int = Field(description="Seed of the draws (halves).")
+    max_length_ratio: float = Field(
+        ge=1.0,
+        description="length_matched: the longer action of a pair has at most this many times the shorter's tokens.",
+    )
+    seed: int = Field(description="Seed of the draws (halves, length_matched).")
 
 
 class CriticCheckParams(Section):

@@ -118,11 +118,14 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
             "inverted: step pairs whose chosen action is good and rejected one bad / the other way round. "
             "Agreement: the critic's best and worst candidate played out to the end (decided states). "
             "Length: the correlation of the critic's score with the candidate's token count within a state, "
-            "and the mean tokens of its step pairs' chosen / rejected actions.",
+            "and the mean tokens of its step pairs' chosen / rejected actions. Drift: the critic as a language "
+            "model on the held-out pairs' turns, its NLL before → after training and its mean per-token KL "
+            "divergence from its reference.",
             "",
             "| critic | trajectory pairs | held-out pair accuracy (%) | good vs bad (%) | informative pairs (%) "
-            "| inverted pairs (%) | ranking agreement (%) | score vs length (r) | chosen / rejected tokens |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| inverted pairs (%) | ranking agreement (%) | score vs length (r) | chosen / rejected tokens "
+            "| held-out NLL | KL to reference |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for c in r.critics:
             pairs = "—" if c["pairs"] is None else f"{c['pairs']:.0f}"
@@ -139,7 +142,16 @@ def _domain_markdown(r: DomainResults, seeds: list[int]) -> list[str]:
                 if c.get("chosen_tokens") is None or c.get("rejected_tokens") is None
                 else f"{c['chosen_tokens']:.0f} / {c['rejected_tokens']:.0f}"
             )
-            out.append(f"| `{c['critic']}` | {pairs} | {acc} | {good} | {info} | {inv} | {agree} | {corr} | {tokens} |")
+            nll = (
+                "—"
+                if c.get("nll_initial") is None or c.get("nll_final") is None
+                else f"{c['nll_initial']:.3f} → {c['nll_final']:.3f}"
+            )
+            kl = "—" if c.get("kl_to_reference") is None else f"{c['kl_to_reference']:.3f}"
+            out.append(
+                f"| `{c['critic']}` | {pairs} | {acc} | {good} | {info} | {inv} | {agree} | {corr} | {tokens} "
+                f"| {nll} | {kl} |"
+            )
         out.append("")
     return out
 

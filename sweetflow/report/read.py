@@ -117,8 +117,19 @@ def table_rows(methods: dict[str, Row], report: DomainReport, trained: bool = Tr
 
 
 CRITIC_FIELDS = {  # stage report directory -> (row field, metrics key)
-    "critics": (("pairs", "train_pairs"), ("heldout_accuracy", "heldout_accuracy")),
+    "critics": (
+        ("pairs", "train_pairs"),
+        ("heldout_accuracy", "heldout_accuracy"),
+        ("nll_initial", "eval_nll_initial"),
+        ("nll_final", "eval_nll_final"),
+        ("kl_to_reference", "heldout_kl_to_reference"),
+    ),
     "critic_check": (("ranking_agreement", "ranking_agreement"), ("states_decided", "states_decided")),
+    "step_pairs": (
+        ("score_length_corr", "score_length_corr"),
+        ("chosen_tokens", "chosen_tokens"),
+        ("rejected_tokens", "rejected_tokens"),
+    ),
     "critic_quality": (
         ("good_vs_bad_accuracy", "good_vs_bad_accuracy"),
         ("informative_pair_share", "informative_pair_share"),
@@ -129,8 +140,9 @@ CRITIC_FIELDS = {  # stage report directory -> (row field, metrics key)
 
 def read_critics(stage_reports: Path) -> list[dict]:
     """Per critic, the optional numbers of its stages' metrics under `<stage_reports>/<stage>/<name>/`
-    (CRITIC_FIELDS): training pairs and held-out pair accuracy, ranking agreement with played-out
-    outcomes, good-vs-bad accuracy and the make-up of its step pairs; None where absent."""
+    (CRITIC_FIELDS): training pairs, held-out pair accuracy and drift as a language model, ranking
+    agreement with played-out outcomes, good-vs-bad accuracy, its length bias and the make-up of its step
+    pairs; None where absent."""
     names = sorted({d.name for sub in CRITIC_FIELDS for d in _subdirs(stage_reports / sub)})
     rows = []
     for name in names:
@@ -144,35 +156,6 @@ def read_critics(stage_reports: Path) -> list[dict]:
                         row[field] = _number(data, key, path)
         rows.append(row)
     return rows
-
-
-def critic_length_bias(data: Path, critic: str) -> dict:
-    """How much a critic's scores follow the candidates' length, from `data` (data/<domain>): the
-    correlation of score with token count within a state (both centred on the state's mean, so a
-    state of long candidates does not count), and the mean tokens of its step pairs' chosen and
-    rejected actions. A critic that rewards length teaches the policy to talk longer. None where the
-    data is absent or constant."""
-    out = {"score_length_corr": None, "chosen_tokens": None, "rejected_tokens": None}
-    candidates, ranked = data / "candidates" / "candidates.parquet", data / "ranked" / critic / "candidates.parquet"
-    if not (candidates.is_file() and ranked.is_file()):
-        return out
-    lengths = pl.read_parquet(candidates, columns=["state_id", "candidate", "n_tokens"])
-    scored = lengths.join(
-        pl.read_parquet(ranked, columns=["state_id", "candidate", "score"]), on=["state_id", "candidate"]
-    )
-    centred = scored.select(
-        (pl.col(c).cast(pl.Float64) - pl.col(c).cast(pl.Float64).mean().over("state_id")).alias(c)
-        for c in ("score", "n_tokens")
-    )
-    if centred.height > 2 and centred["score"].std() > 0 and centred["n_tokens"].std() > 0:
-        out["score_length_corr"] = centred.select(pl.corr("score", "n_tokens")).item()
-    pairs = data / "step_pairs" / critic / "pairs.parquet"
-    if pairs.is_file():
-        frame = pl.read_parquet(pairs, columns=["state_id", "chosen", "rejected"])
-        for side in ("chosen", "rejected"):
-            joined = frame.join(lengths.rename({"candidate": side}), on=["state_id", side])
-            out[f"{side}_tokens"] = joined["n_tokens"].mean() if joined.height else None
-    return out
 
 
 def read_curve(path: Path) -> tuple[list[float], list[float]]:
@@ -285,9 +268,7 @@ def read_domain(
     report = get_domain_report(domain)
     methods = read_methods(reports / domain, report)
     rows = table_rows(methods, report, trained)
-    critics = [
-        c | critic_length_bias(evaluations.parent, c["critic"]) for c in read_critics(reports / domain / "stages")
-    ]
+    critics = read_critics(reports / domain / "stages")
     intervals = method_intervals(evaluations, report.episode_column, measure=report.episode_measure)
     if report.paired_wins and intervals and test_tasks is not None and test_tasks.is_file():
         if episodes_have(evaluations, "win"):  # each episode's win, by the metric the evaluations chose

@@ -9,11 +9,12 @@ are left out everywhere: their reward 0 says nothing about the agent's choices.
 from __future__ import annotations
 
 import hashlib
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import polars as pl
 
+from sweetflow.core.params import StepPairRule
 from sweetflow.dialogue import AGENT
 
 TRAJECTORY_PAIR_SCHEMA = pl.Schema(
@@ -139,8 +140,9 @@ def step_pairs(
     candidates: pl.DataFrame,
     num_pairs: int,
     seed: int,
-    rule: Literal["halves", "largest_gaps"] = "halves",
+    rule: StepPairRule = "halves",
     max_per_state: int = 8,
+    max_length_ratio: float = 1.5,
 ) -> pl.DataFrame:
     """Step-level pairs from scored candidate actions (step 6). `candidates` has one row per
     (state_id, candidate) with the critic's `score`; out comes one row per pair: state_id, chosen,
@@ -165,22 +167,31 @@ def step_pairs(
     """
     if num_pairs < 1:
         raise ValueError(f"num_pairs must be at least 1; got {num_pairs}")
-    if rule not in ("halves", "largest_gaps"):
-        raise ValueError(f"unknown step-pair rule {rule!r}: expected 'halves' or 'largest_gaps'")
+    if rule not in get_args(StepPairRule):
+        raise ValueError(f"unknown step-pair rule {rule!r}: expected one of {get_args(StepPairRule)}")
+    if rule == "length_matched" and "n_tokens" not in candidates.columns:
+        raise ValueError("rule 'length_matched' needs each candidate's token count (column n_tokens)")
+    if max_length_ratio < 1:
+        raise ValueError(f"max_length_ratio must be at least 1; got {max_length_ratio}")
     if candidates["score"].is_null().any() or candidates["score"].is_nan().any():
         bad = candidates.filter(pl.col("score").is_null() | pl.col("score").is_nan())["state_id"][0]
         raise ValueError(f"candidate scores must be numbers: state {bad!r} has a null or NaN score")
     if candidates.select("state_id", "candidate").is_duplicated().any():
         raise ValueError("each (state_id, candidate) must appear once")
+    lengths = pl.col("n_tokens") if rule == "length_matched" else pl.lit(1).alias("n_tokens")
     ranked = (
         candidates.sort(["state_id", "score", "candidate"], descending=[False, True, False])
         .group_by("state_id", maintain_order=True)
-        .agg("candidate", "score")
+        .agg("candidate", "score", lengths)
     )
     rows = []
-    for state_id, indices, scores in ranked.iter_rows():
+    for state_id, indices, scores, tokens in ranked.iter_rows():
         space = _combinations(scores)
-        if rule == "halves":
+        if rule == "length_matched":
+            space = [
+                (c, r) for c, r in space if max(tokens[c], tokens[r]) <= max_length_ratio * min(tokens[c], tokens[r])
+            ]
+        if rule in ("halves", "length_matched"):
             picked = _state_rng(seed, state_id).choice(len(space), size=min(num_pairs, len(space)), replace=False)
             space = [space[i] for i in picked]
         rows += [(state_id, indices[c], indices[r], scores[c], scores[r]) for c, r in space]
@@ -203,6 +214,25 @@ def step_pairs(
             .drop("gap")
         )
     return pairs.sort("state_id", "chosen", "rejected")
+
+
+def length_bias(ranked: pl.DataFrame, pairs: pl.DataFrame) -> dict:
+    """How much a critic's scores follow its candidates' length: the correlation of score with token
+    count within a state (both centred on the state's mean, so that a state of long candidates does not
+    count; None where either is constant), and the mean tokens of the step pairs' chosen and rejected
+    actions. A critic that prefers short (or long) actions teaches the policy to be short (or long).
+    `ranked`: state_id, candidate, n_tokens, score; `pairs`: state_id, chosen, rejected."""
+    centred = ranked.select(
+        (pl.col(c).cast(pl.Float64) - pl.col(c).cast(pl.Float64).mean().over("state_id")).alias(c)
+        for c in ("score", "n_tokens")
+    )
+    varies = centred.height > 2 and centred["score"].std() > 0 and centred["n_tokens"].std() > 0
+    out = {"score_length_corr": round(centred.select(pl.corr("score", "n_tokens")).item(), 4) if varies else None}
+    lengths = ranked.select("state_id", "candidate", "n_tokens")
+    for side in ("chosen", "rejected"):
+        joined = pairs.join(lengths.rename({"candidate": side}), on=["state_id", side])
+        out[f"{side}_tokens"] = round(joined["n_tokens"].mean(), 2) if joined.height else None
+    return out
 
 
 def _combinations(scores: list[float]) -> list[tuple[int, int]]:

@@ -40,6 +40,9 @@ def test_the_paper_preset_holds_the_papers_values():
     assert (p.candidates.n, p.candidates.share, p.step_pairs.num_pairs, p.step_pairs.rule) == (16, 0.1, 4, "halves")
     assert p.rank.baseline == "reference" and p.episodes.max_turns == 10
     assert p.agents["base"].temperature == p.candidates.policy.temperature == p.evaluate.policy.temperature == 1.0
+    # The official agent generates up to 1,024 new tokens a turn: fewer would cut its long answers.
+    assert p.agents["base"].max_new_tokens == p.candidates.policy.max_new_tokens == 1024
+    assert p.evaluate.policy.max_new_tokens == 1024
     simulator = p.backend.simulator
     assert simulator.backend == "openai" and "70B" in simulator.endpoint.model
     assert simulator.endpoint.api_key_env == "OPENAI_API_KEY"  # a variable's name; no key in the file

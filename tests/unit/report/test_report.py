@@ -19,7 +19,6 @@ from sweetflow.core.params import DOMAINS
 from sweetflow.domain_report import get_domain_report
 from sweetflow.report.plots import plot_curves, plot_methods
 from sweetflow.report.read import (
-    critic_length_bias,
     find_curves,
     goal_check,
     read_domain,
@@ -290,8 +289,19 @@ def test_critic_table_joins_training_quality_and_ranking_check(project):
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(data))
 
-    write("critics", "with_info", {"train_pairs": 120, "heldout_accuracy": 0.75})
+    write(
+        "critics",
+        "with_info",
+        {
+            "train_pairs": 120,
+            "heldout_accuracy": 0.75,
+            "eval_nll_initial": 0.158,
+            "eval_nll_final": 2.314,
+            "heldout_kl_to_reference": 0.4567,
+        },
+    )
     write("critic_check", "with_info", {"ranking_agreement": 0.6, "states": 40, "states_decided": 25})
+    write("step_pairs", "with_info", {"score_length_corr": -0.65, "chosen_tokens": 14.5, "rejected_tokens": 43.0})
     write(
         "critic_quality",
         "with_info",
@@ -299,44 +309,9 @@ def test_critic_table_joins_training_quality_and_ranking_check(project):
     )
     write("critics", "no_info", {"train_pairs": 120, "heldout_accuracy": None})
     markdown = run_stage_in(project)
-    assert "| `with_info` | 120 | 75.0 | 81.2 | 25.0 | 6.2 | 60.0 (25) | — | — |" in markdown
-    assert "| `no_info` | 120 | — | — | — | — | — | — | — |" in markdown
-
-
-def write_candidates(
-    data: Path, critic: str, rows: list[tuple[str, int, int, float]], pairs: list[tuple[str, int, int]]
-) -> None:
-    """(state, candidate, tokens, score) rows and (state, chosen, rejected) step pairs of one critic."""
-    for sub in ("candidates", f"ranked/{critic}", f"step_pairs/{critic}"):
-        (data / sub).mkdir(parents=True, exist_ok=True)
-    states, cands, tokens, scores = (list(x) for x in zip(*rows))
-    pl.DataFrame({"state_id": states, "candidate": cands, "n_tokens": tokens}).write_parquet(
-        data / "candidates/candidates.parquet"
-    )
-    pl.DataFrame({"state_id": states, "candidate": cands, "score": scores}).write_parquet(
-        data / f"ranked/{critic}/candidates.parquet"
-    )
-    s, c, r = (list(x) for x in zip(*pairs))
-    pl.DataFrame({"state_id": s, "chosen": c, "rejected": r}).write_parquet(data / f"step_pairs/{critic}/pairs.parquet")
-
-
-def test_length_bias_is_measured_within_states(tmp_path):
-    # Within each state the longer candidate scores higher (r = +1), though the long state's
-    # candidates score lower than the short state's: pooled, the correlation would be negative.
-    rows = [("a", 0, 10, 5.0), ("a", 1, 20, 6.0), ("b", 0, 100, 1.0), ("b", 1, 110, 2.0)]
-    write_candidates(tmp_path, "with_info", rows, [("a", 1, 0), ("b", 1, 0)])
-    bias = critic_length_bias(tmp_path, "with_info")
-    assert bias["score_length_corr"] == pytest.approx(1.0)
-    assert (bias["chosen_tokens"], bias["rejected_tokens"]) == (65.0, 55.0)
-    pooled = pl.DataFrame({"t": [10, 20, 100, 110], "s": [5.0, 6.0, 1.0, 2.0]}).select(pl.corr("t", "s")).item()
-    assert pooled < 0
-
-
-def test_length_bias_is_absent_without_the_data_or_without_variation(tmp_path):
-    assert set(critic_length_bias(tmp_path, "no_info").values()) == {None}
-    write_candidates(tmp_path, "no_info", [("a", 0, 10, 1.0), ("a", 1, 10, 2.0), ("a", 2, 10, 3.0)], [("a", 2, 0)])
-    bias = critic_length_bias(tmp_path, "no_info")
-    assert bias["score_length_corr"] is None and bias["chosen_tokens"] == 10
+    row = "| `with_info` | 120 | 75.0 | 81.2 | 25.0 | 6.2 | 60.0 (25) | -0.65 | 14 / 43 | 0.158 → 2.314 | 0.457 |"
+    assert row in markdown
+    assert "| `no_info` | 120 | — | — | — | — | — | — | — | — | — |" in markdown
 
 
 STAGES = "reports/backend/stages"

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sweetflow.core.tables import TRAJECTORY_SCHEMA
-from sweetflow.rl.pairs import sample_turn_states, step_pairs, trajectory_pairs, turn_states
+from sweetflow.rl.pairs import length_bias, sample_turn_states, step_pairs, trajectory_pairs, turn_states
 
 
 def traj(
@@ -272,3 +272,58 @@ def test_step_pairs_reject_bad_input():
         step_pairs(pl.concat([candidates({"s": [1.0, 2.0]})] * 2), 4, 0)
     with pytest.raises(ValueError, match="num_pairs"):
         step_pairs(candidates({"s": [1.0, 2.0]}), 0, 0)
+
+
+def test_length_bias_is_measured_within_states():
+    # Within each state the longer candidate scores higher (r = +1), though the long state's
+    # candidates score lower than the short state's: pooled, the correlation would be negative.
+    ranked = pl.DataFrame(
+        {
+            "state_id": ["a", "a", "b", "b"],
+            "candidate": [0, 1, 0, 1],
+            "n_tokens": [10, 20, 100, 110],
+            "score": [5.0, 6.0, 1.0, 2.0],
+        }
+    )
+    pairs = pl.DataFrame({"state_id": ["a", "b"], "chosen": [1, 1], "rejected": [0, 0]})
+    bias = length_bias(ranked, pairs)
+    assert bias == {"score_length_corr": pytest.approx(1.0), "chosen_tokens": 65.0, "rejected_tokens": 55.0}
+    assert ranked.select(pl.corr("n_tokens", "score")).item() < 0
+
+
+def test_length_bias_is_absent_without_variation_or_pairs():
+    ranked = pl.DataFrame(
+        {"state_id": ["a"] * 3, "candidate": [0, 1, 2], "n_tokens": [10] * 3, "score": [1.0, 2.0, 3.0]}
+    )
+    pairs = pl.DataFrame({"state_id": ["a"], "chosen": [2], "rejected": [0]})
+    assert length_bias(ranked, pairs) == {"score_length_corr": None, "chosen_tokens": 10.0, "rejected_tokens": 10.0}
+    assert length_bias(ranked, pairs.clear())["chosen_tokens"] is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(-5, 5), st.integers(1, 60)), min_size=2, max_size=16), st.floats(1.0, 3.0))
+def test_length_matched_pairs_are_halves_pairs_of_similar_length(drawn, ratio):
+    ranked = pl.DataFrame(
+        {
+            "state_id": ["s"] * len(drawn),
+            "candidate": list(range(len(drawn))),
+            "score": [s for s, _ in drawn],
+            "n_tokens": [n for _, n in drawn],
+        }
+    )
+    matched = step_pairs(ranked, num_pairs=4, seed=0, rule="length_matched", max_length_ratio=ratio)
+    tokens = dict(zip(ranked["candidate"].to_list(), ranked["n_tokens"].to_list()))
+    every = step_pairs(ranked, num_pairs=10**4, seed=0, rule="halves")
+    allowed = {
+        (c, r)
+        for c, r in every.select("chosen", "rejected").iter_rows()
+        if max(tokens[c], tokens[r]) <= ratio * min(tokens[c], tokens[r])
+    }
+    got = set(matched.select("chosen", "rejected").iter_rows())
+    assert got <= allowed and len(got) == min(4, len(allowed))
+
+
+def test_length_matched_needs_token_counts():
+    ranked = pl.DataFrame({"state_id": ["s", "s"], "candidate": [0, 1], "score": [1.0, 0.0]})
+    with pytest.raises(ValueError, match="n_tokens"):
+        step_pairs(ranked, num_pairs=1, seed=0, rule="length_matched")
