@@ -15,7 +15,7 @@ from rich.tree import Tree
 
 from sweetflow.core.errors import InputError, StageFailed
 from sweetflow.core.params import DOMAINS
-from sweetflow.tuning import EPOCHS, LEARNING_RATES
+from sweetflow.tuning import EPOCHS, GRIDS, LEARNING_RATES
 
 console = Console()
 
@@ -175,39 +175,58 @@ def cmd_tune(args: argparse.Namespace) -> int:
     # On an experiment file, its own policies: it may change a method or define a policy.
     params = experiments.experiment_params(args.overlay, args.params) if args.overlay else load_params(args.params)
     on = args.overlay.stem if args.overlay else None
+    critics = args.critics is not None
     if args.action in ("queue", "run"):
-        policies = params.policies
-        chosen = args.policies or list(policies)
-        unknown = sorted(set(chosen) - set(policies))
+        kind, defined = ("critics", params.critics) if critics else ("policies", params.policies)
+        chosen = (args.critics if critics else args.policies) or list(defined)
+        unknown = sorted(set(chosen) - set(defined))
         if unknown:
-            raise InputError(f"{args.overlay or args.params}: policies has no {unknown}; defined: {sorted(policies)}")
-        overlay = experiments.set_arguments(experiments.read_overlay(args.overlay, args.params)) if args.overlay else []
-        queued = args.action == "queue"
-        names = tuning.launch(
-            args.domain,
-            {name: policies[name].method for name in chosen},
-            overlay,
-            args.grid == "full",
-            queued=queued,
-            learning_rates=tuple(args.learning_rates),
-            epochs=tuple(args.epochs),
-            on=on,
+            raise InputError(f"{args.overlay or args.params}: {kind} has no {unknown}; defined: {sorted(defined)}")
+        changes = experiments.read_overlay(args.overlay, args.params) if args.overlay else {}
+        for table in args.tuned:  # what an earlier tuning chose: the critics the policies are tuned on
+            changes |= experiments.tuned_changes(table, args.params, args.overlay)
+        overlay, queued = experiments.set_arguments(changes), args.action == "queue"
+        if critics:
+            names = tuning.launch_critics(
+                args.domain, chosen, tuple(args.learning_rates), overlay, queued=queued, on=on
+            )
+        else:
+            names = tuning.launch(
+                args.domain,
+                {name: defined[name].method for name in chosen},
+                overlay,
+                args.grid,
+                queued=queued,
+                learning_rates=tuple(args.learning_rates),
+                epochs=tuple(args.epochs),
+                on=on,
+            )
+        table = f"sweetflow tune table --domain {args.domain}{' --critics' if critics else ''}" + (
+            f" --overlay {args.overlay}" if args.overlay else ""
         )
         console.print(
             f"queued {len(names)} experiments; run them with `dvc queue start -j 1`"
             if queued
-            else f"ran {len(names)} experiments; `sweetflow tune table --domain {args.domain}"
-            f"{f' --overlay {args.overlay}' if args.overlay else ''}` chooses"
+            else f"ran {len(names)} experiments; `{table}` chooses",
+            markup=False,
         )
         return 0
-    domain = get_domain(args.domain)
-    method_of = {name: p.method for name, p in params.policies.items()}
-    trials = tuning.collect(args.domain, method_of, commits=args.commits, on=on)
-    best = tuning.choose(trials, domain.headline, domain.goal_metric)
-    tuning.write_table(args.domain, trials, best, domain.headline, args.out)
-    console.print(tuning.render(args.domain, trials, best, domain.headline), highlight=False)
-    for policy, trial in sorted(best.items()):
-        console.print(f"policies.{policy}: {tuning.describe(trial.config)}", highlight=False, markup=False)
+    if critics:
+        trials = tuning.collect_critics(args.domain, commits=args.commits, on=on)
+        best = tuning.choose_critics(trials)
+        tuning.write_critic_table(args.domain, trials, best, args.out)
+        console.print(tuning.render_critics(args.domain, trials, best), highlight=False)
+        section = "critics"
+    else:
+        domain = get_domain(args.domain)
+        method_of = {name: p.method for name, p in params.policies.items()}
+        trials = tuning.collect(args.domain, method_of, commits=args.commits, on=on)
+        best = tuning.choose(trials, domain.headline, domain.goal_metric)
+        tuning.write_table(args.domain, trials, best, domain.headline, args.out)
+        console.print(tuning.render(args.domain, trials, best, domain.headline), highlight=False)
+        section = "policies"
+    for name, trial in sorted(best.items()):
+        console.print(f"{section}.{name}: {tuning.describe(trial.config)}", highlight=False, markup=False)
     return 0
 
 
@@ -280,11 +299,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--domain", choices=DOMAINS, default="backend")
     p.add_argument("--policies", nargs="*", help="queue, run: the policies to tune (default: every one in params.yaml)")
     p.add_argument(
+        "--critics",
+        nargs="*",
+        help="tune critics instead of policies, on the training split (queue, run: these, default every one; "
+        "table: the critics' table, <domain>-critics.{md,json})",
+    )
+    p.add_argument(
         "--grid",
-        choices=["full", "lr-epochs"],
+        choices=GRIDS,
         default="full",
-        help="queue, run: full (the preference methods also over the NLL term) or lr-epochs (learning rate × "
-        "epochs for every method)",
+        help="queue, run: full (learning rate × epochs, the preference methods also over the NLL term), lr-epochs "
+        "(learning rate × epochs for every method) or faithful (per learning rate, four configurations of each "
+        "method's own knobs: sweetflow/tuning.py)",
     )
     p.add_argument(
         "--learning-rates",
@@ -301,6 +327,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="an experiment file (configs/experiments/): queue, run: every configuration runs on it; table: reads "
         "the configurations that ran on it",
+    )
+    p.add_argument(
+        "--tuned",
+        type=Path,
+        action="append",
+        default=[],
+        help="queue, run: a tuning table whose choices every configuration also runs with (the critics' table when "
+        "tuning the policies); repeatable",
     )
     p.add_argument("--params", type=Path, default=Path("params.yaml"))
     p.add_argument("--out", type=Path, default=Path("reports/tuning"), help="table: where <domain>.md and .json go")
@@ -324,8 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tuned",
         type=Path,
-        help="a tuning table (`sweetflow tune table --out`'s <domain>.json): run each policy with the configuration "
-        "chosen there on validation (an untuned policy with the tuned one of its method)",
+        action="append",
+        default=[],
+        help="a tuning table (`sweetflow tune table --out`'s <domain>.json or <domain>-critics.json): run each "
+        "policy or critic with the configuration chosen there (an untuned policy with the tuned one of its "
+        "method); repeatable",
     )
     p.set_defaults(func=cmd_experiment)
 

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import read_yaml
 from sweetflow.core.params import PARAMS_FILE, Params, load_params
-from sweetflow.tuning import read_choices
+from sweetflow.tuning import params_key, read_choices
 
 
 def read_overlay(path: Path | str, base: Path | str = PARAMS_FILE) -> dict[str, object]:
@@ -89,34 +89,39 @@ def set_arguments(changes: dict[str, object]) -> list[str]:
 def tuned_changes(
     table: Path | str, base: Path | str = PARAMS_FILE, experiment: Path | str | None = None
 ) -> dict[str, object]:
-    """{`policies.<policy>.<key>`: value} of each configuration that tuning table chose, for the
-    policies of `base` with the experiment file `experiment`'s changes. A policy the table has not
-    tuned takes the choice of the one tuned policy of its method: SWEET-RL's ablation takes SWEET-RL's,
-    so that the two differ only in their critic."""
-    chosen = read_choices(table)
-    policies = (experiment_params(experiment, base) if experiment else load_params(base)).policies
-    unknown = sorted(set(chosen) - set(policies))
+    """The params.yaml keys and values of each configuration that tuning table chose: for a table of
+    critics, `critics.<critic>.<key>`; for one of policies, `policies.<policy>.<key>` (or the dotted key a
+    configuration names, such as `step_pairs.rule`), for the policies of `base` with the experiment file
+    `experiment`'s changes. A policy the table has not tuned takes the choice of the one tuned policy of
+    its method: SWEET-RL's ablation takes SWEET-RL's, so that the two differ only in their critic."""
+    section, chosen = read_choices(table)
+    params = experiment_params(experiment, base) if experiment else load_params(base)
+    named = getattr(params, section)
+    unknown = sorted(set(chosen) - set(named))
     if unknown:
-        raise InputError(f"{table}: chosen: {unknown}: no such policy in {experiment or base}")
+        what = {"policies": "policy", "critics": "critic"}[section]
+        raise InputError(f"{table}: chosen: {unknown}: no such {what} in {experiment or base}")
+    if section == "critics":
+        return {f"critics.{name}.{key}": value for name, config in chosen.items() for key, value in config.items()}
     configs = dict(chosen)
-    for name, policy in policies.items():
+    for name, policy in named.items():
         if name in chosen:
             continue
-        same = [p for p in chosen if policies[p].method == policy.method]
+        same = [p for p in chosen if named[p].method == policy.method]
         if len(same) > 1:
             raise InputError(f"{table}: policies.{name} is untuned and its method {policy.method!r} has {same} tuned")
         if same:
             configs[name] = chosen[same[0]]
-    return {f"policies.{name}.{key}": value for name, config in configs.items() for key, value in config.items()}
+    return {params_key(name, key): value for name, config in configs.items() for key, value in config.items()}
 
 
 def run_command(
-    path: Path | str, extra: list[str] = (), base: Path | str = PARAMS_FILE, tuned: Path | str | None = None
+    path: Path | str, extra: list[str] = (), base: Path | str = PARAMS_FILE, tuned: list[Path | str] = ()
 ) -> list[str]:
-    """`dvc exp run -n <name> -S ...` for the experiment file (named after it) and, with `tuned`, the
-    choices of that tuning table (they win over the file's), then `extra` arguments (e.g. --queue,
-    --temp, or stage targets)."""
+    """`dvc exp run -n <name> -S ...` for the experiment file (named after it) and the choices of each
+    `tuned` table (they win over the file's: the critics', then the policies'), then `extra` arguments
+    (e.g. --queue, --temp, or stage targets)."""
     changes = read_overlay(path, base)
-    if tuned is not None:
-        changes |= tuned_changes(tuned, base, path)
+    for table in tuned:
+        changes |= tuned_changes(table, base, path)
     return ["dvc", "exp", "run", "-n", Path(path).stem, *set_arguments(changes), *extra]

@@ -1,16 +1,26 @@
 """Equal-budget tuning on the validation split, with DVC's own experiments.
 
-Every tuned policy gets the same grid (learning rate × epochs; the preference methods also the
-NLL term: none, 0.01 on the responses, and the official actor's 0.01 over the whole dialogue). Each
+Every tuned policy gets a grid of the same size (`GRIDS`): `full`, learning rate × epochs, the
+preference methods also the NLL term (none, 0.01 on the responses, and the official actor's 0.01 over
+the whole dialogue); `lr-epochs`, learning rate × epochs for every method; `faithful`, four
+configurations a learning rate for every method, each over its own knobs (`FAITHFUL`). Each
 configuration is one DVC experiment whose only target is
 `validate@<domain>-<policy>`: it retrains that policy and evaluates it on the validation tasks,
 never on the test tasks. The choice per policy is the configuration with the best validation goal
 metric (backend: success rate), ties broken by the other headline metric, then by fewer epochs.
 
+The critics are tuned before the policies, on the training split alone (`--critics`): each learning
+rate of one grid is an experiment targeting `critic_quality@<domain>-<critic>`, which trains the
+critic, ranks the candidates and measures its good-vs-bad accuracy on the labelled training states;
+the choice is the highest good-vs-bad accuracy, then the held-out pair accuracy, then the lower rate
+(`choose_critics`), the same rule for both critics.
+
     sweetflow tune queue --domain backend    # one `dvc exp run --queue` per configuration
     dvc queue start -j 1                     # run them; `dvc queue status` to follow
     sweetflow tune run --domain backend      # or: run each at once, in the workspace
     sweetflow tune table --domain backend    # reports/tuning/<domain>.{md,json}: every run and the choice
+    sweetflow tune run --critics --learning-rates 1e-5 1e-4 1e-3   # the critics' rates, then:
+    sweetflow tune table --critics           # reports/tuning/<domain>-critics.{md,json}
 
 With `--overlay configs/experiments/<name>.yaml` every configuration runs on that experiment's
 values, its experiment's name ends in `-on-<name>`, and `tune table --overlay` reads those only.
@@ -30,37 +40,72 @@ LEARNING_RATES = (1e-4, 1e-3)
 EPOCHS = (1, 4)
 # The preference methods only (RFT has no preference term to mix with): the settings of the NLL term.
 OFFICIAL_NLL = {"nll_coef": 0.01, "nll_span": "dialogue", "nll_mean": "sequence"}
-NLL_SETTINGS = ({"nll_coef": 0.0}, {"nll_coef": 0.01}, OFFICIAL_NLL)
+NO_NLL = {"nll_coef": 0.0}
+NLL_SETTINGS = (NO_NLL, {"nll_coef": 0.01}, OFFICIAL_NLL)
 NLL_KEYS = ("nll_coef", "nll_span", "nll_mean")
 DEFAULT_NLL = {"nll_span": "response", "nll_mean": "token"}  # what experiments without those keys ran
+# A configuration's key is its policy's own (policies.<policy>.<key>) unless it is a dotted params key:
+# the step-pair rule is the step_pairs stage's, which SWEET-RL and its ablation share.
+STEP_PAIR_RULE = "step_pairs.rule"
+# Per learning rate, four configurations for every method, each over the knobs of its own method: RFT
+# its epochs; MT-DPO epochs × the NLL term (none or the official actor's); SWEET-RL, at the official
+# actor's one epoch, the step-pair rule (the paper's halves or the largest critic gaps) × the NLL term.
+FAITHFUL = {
+    "rft": tuple({"epochs": e} for e in (1, 2, 3, 4)),
+    "mtdpo": tuple({"epochs": e, **nll} for e in (1, 2) for nll in (NO_NLL, OFFICIAL_NLL)),
+    "sweet": tuple(
+        {"epochs": 1, STEP_PAIR_RULE: rule, **nll}
+        for rule in ("halves", "largest_gaps")
+        for nll in (NO_NLL, OFFICIAL_NLL)
+    ),
+}
+GRIDS = ("full", "lr-epochs", "faithful")
 PREFIX = "tune"
+CRITIC_PREFIX = "tunecritic"  # not "tune-": a critic's name must never read as a policy's
 ON = "on-"  # names a tuning on an experiment file: tune-backend-rft-lr1e-04-ep1-on-smollm2
 
 
 def configurations(
-    method: str, nll: bool = True, learning_rates: tuple[float, ...] = LEARNING_RATES, epochs: tuple[int, ...] = EPOCHS
+    method: str,
+    grid: str = "full",
+    learning_rates: tuple[float, ...] = LEARNING_RATES,
+    epochs: tuple[int, ...] = EPOCHS,
 ) -> list[dict]:
-    """The grid one policy is tuned over; the same for every policy of the same loss. Without `nll`,
-    learning rate × epochs only, for every method alike (the NLL term stays as params.yaml has it)."""
-    grid = [{"learning_rate": lr, "epochs": e} for lr in learning_rates for e in epochs]
-    if method == "rft" or not nll:
-        return grid
-    return [{**g, **nll} for g in grid for nll in NLL_SETTINGS]
+    """The grid one policy is tuned over (`GRIDS`); every method gets as many configurations in `faithful`
+    and `lr-epochs` (where the NLL term stays as params.yaml has it), every method of a loss the same ones
+    in `full`. `epochs` is not read by `faithful`, whose epochs are each method's own."""
+    if grid not in GRIDS:
+        raise ValueError(f"unknown grid {grid!r}: expected one of {GRIDS}")
+    if grid == "faithful":
+        return [{"learning_rate": lr, **variant} for lr in learning_rates for variant in FAITHFUL[method]]
+    plain = [{"learning_rate": lr, "epochs": e} for lr in learning_rates for e in epochs]
+    if method == "rft" or grid == "lr-epochs":
+        return plain
+    return [{**g, **nll} for g in plain for nll in NLL_SETTINGS]
+
+
+def params_key(policy: str, key: str) -> str:
+    """The params.yaml key a configuration's `key` sets for `policy`."""
+    return key if "." in key else f"policies.{policy}.{key}"
 
 
 def experiment_name(domain: str, policy: str, config: dict, on: str | None = None) -> str:
     """A git-ref-safe name that says what the experiment tried, and `on` which experiment file (its
     stem): the same configuration tuned on two experiments of one commit makes two experiments."""
-    lr = config["learning_rate"]
-    rate = f"{lr:.0e}" if float(f"{lr:.0e}") == lr else repr(lr)  # 1e-04 as before; 2.5e-05 not as 2e-05
-    parts = [PREFIX, domain, policy, f"lr{rate}", f"ep{config['epochs']}"]
+    parts = [PREFIX, domain, policy, f"lr{_rate(config['learning_rate'])}", f"ep{config['epochs']}"]
     if "nll_coef" in config:
         parts.append(f"nll{config['nll_coef']:g}")
     if config.get("nll_span") == "dialogue":
         parts.append(f"dialogue-{config['nll_mean']}")
+    if STEP_PAIR_RULE in config:
+        parts.append(config[STEP_PAIR_RULE].replace("_", ""))
     if on:
         parts.append(f"{ON}{on}")
     return _ref_safe("-".join(parts))
+
+
+def _rate(lr: float) -> str:
+    return f"{lr:.0e}" if float(f"{lr:.0e}") == lr else repr(lr)  # 1e-04 as before; 2.5e-05 not as 2e-05
 
 
 def _ref_safe(text: str) -> str:
@@ -80,7 +125,7 @@ def queue_command(
     """The experiment of one configuration; `overlay`: `-S` arguments of the experiment file `on`
     (`sweetflow.experiments`) it runs on, before the configuration's own. Not `queued`: it runs at
     once, in the workspace."""
-    sets = [arg for key, value in config.items() for arg in ("-S", f"policies.{policy}.{key}={value}")]
+    sets = [arg for key, value in config.items() for arg in ("-S", f"{params_key(policy, key)}={value}")]
     return [
         "dvc",
         "exp",
@@ -98,7 +143,7 @@ def launch(
     domain: str,
     policies: dict[str, str],
     overlay: list[str] = (),
-    nll: bool = True,
+    grid: str = "full",
     root: Path = Path("."),
     queued: bool = True,
     learning_rates: tuple[float, ...] = LEARNING_RATES,
@@ -115,14 +160,18 @@ def launch(
     done = recorded(root)
     names = []
     for policy, method in policies.items():
-        for config in configurations(method, nll, learning_rates, epochs):
+        for config in configurations(method, grid, learning_rates, epochs):
             name = experiment_name(domain, policy, config, on)
-            if name in done:
-                print(f"{name}: this commit has it already, skipped (`dvc exp remove {name}` runs it again)")
-            else:
-                subprocess.run(queue_command(domain, policy, config, overlay, queued, on), cwd=root, check=True)
+            _run_once(name, done, queue_command(domain, policy, config, overlay, queued, on), root)
             names.append(name)
     return names
+
+
+def _run_once(name: str, done: set[str], command: list[str], root: Path) -> None:
+    if name in done:
+        print(f"{name}: this commit has it already, skipped (`dvc exp remove {name}` runs it again)")
+    else:
+        subprocess.run(command, cwd=root, check=True)
 
 
 def recorded(root: Path = Path(".")) -> set[str]:
@@ -172,8 +221,8 @@ def collect(
         metrics = _git_json(root, row["rev"], paths.validation_metrics(domain, policy))
         if metrics is None:
             continue  # failed before validating
-        keys = ("learning_rate", "epochs", *NLL_KEYS)
-        config = {k: row[f"policies.{policy}.{k}"] for k in keys if row.get(f"policies.{policy}.{k}") is not None}
+        keys = ("learning_rate", "epochs", *NLL_KEYS) + ((STEP_PAIR_RULE,) if method_of.get(policy) == "sweet" else ())
+        config = {k: row[params_key(policy, k)] for k in keys if row.get(params_key(policy, k)) is not None}
         config["epochs"] = int(config["epochs"])  # DVC reports every number as it parsed it, 4 as 4.0
         if method_of.get(policy) == "rft":
             for k in NLL_KEYS:  # RFT has no preference term: its NLL settings are not tuned
@@ -220,13 +269,16 @@ def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: t
         "Each row is one DVC experiment that retrained the policy and evaluated it on the validation tasks only "
         f"(means over seeds, %). Chosen: the best {b}, then {a}, then fewer epochs.",
         "",
-        f"| policy | learning rate | epochs | nll_coef | {a} (%) | {b} (%) | chosen |",
-        "|---|---|---|---|---|---|---|",
+        f"| policy | learning rate | epochs | nll_coef | step pairs | {a} (%) | {b} (%) | chosen |",
+        "|---|---|---|---|---|---|---|---|",
     ]
 
     def order(t: Trial) -> tuple:
         c = t.config
-        return t.policy, c["learning_rate"], c["epochs"], c.get("nll_coef", -1), c.get("nll_span", "")
+        return t.policy, c["learning_rate"], c["epochs"], c.get("nll_coef", -1), c.get("nll_span", ""), rule(t)
+
+    def rule(t: Trial) -> str:
+        return t.config.get(STEP_PAIR_RULE, "—")
 
     for t in sorted(trials, key=order):
         c = t.config
@@ -235,7 +287,7 @@ def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: t
             nll += f" (dialogue, per {c['nll_mean']})"
         mark = "**yes**" if best[t.policy].experiment == t.experiment else ""
         out.append(
-            f"| `{t.policy}` | {c['learning_rate']:g} | {c['epochs']} | {nll} "
+            f"| `{t.policy}` | {c['learning_rate']:g} | {c['epochs']} | {nll} | {rule(t)} "
             f"| {t.metrics[a] * 100:.1f} | {t.metrics[b] * 100:.1f} | {mark} |"
         )
     return "\n".join(out) + "\n"
@@ -247,18 +299,177 @@ def describe(config: dict) -> str:
 
 
 def write_table(domain: str, trials: list[Trial], best: dict[str, Trial], headline: tuple[str, str], out: Path) -> None:
+    _write(out, domain, render(domain, trials, best, headline), "policies", trials, best)
+
+
+def _write(out: Path, stem: str, markdown: str, section: str, trials: list, best: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{domain}.md").write_text(render(domain, trials, best, headline))
-    data = {"trials": [asdict(t) for t in trials], "chosen": {p: asdict(t) for p, t in best.items()}}
-    (out / f"{domain}.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    (out / f"{stem}.md").write_text(markdown)
+    data = {
+        "section": section,
+        "trials": [asdict(t) for t in trials],
+        "chosen": {n: asdict(t) for n, t in best.items()},
+    }
+    (out / f"{stem}.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def read_choices(table: Path | str) -> dict[str, dict]:
-    """{policy: configuration} that a table of `write_table` chose."""
+def read_choices(table: Path | str) -> tuple[str, dict[str, dict]]:
+    """The params section a table of `write_table` or `write_critic_table` tuned ("policies" or
+    "critics"), and {name: configuration} it chose."""
     table = Path(table)
     if not table.is_file():
         raise FileNotFoundError(f"{table}: no such tuning table (`sweetflow tune table --out` writes it)")
     try:
-        return {policy: trial["config"] for policy, trial in json.loads(table.read_text())["chosen"].items()}
+        data = json.loads(table.read_text())
+        section = data.get("section", "policies")  # tables written before critics were tuned
+        if section not in ("policies", "critics"):
+            raise ValueError(f"section {section!r}")
+        return section, {name: trial["config"] for name, trial in data["chosen"].items()}
     except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise InputError(f"{table}: not a tuning table (`chosen`: {{policy: {{config: ...}}}}): {e!r}") from None
+        raise InputError(f"{table}: not a tuning table (`chosen`: {{name: {{config: ...}}}}): {e!r}") from None
+
+
+# --- the critics -------------------------------------------------------------------------------------
+
+
+def critic_experiment_name(domain: str, critic: str, learning_rate: float, on: str | None = None) -> str:
+    """tunecritic-backend-with_info-lr1e-05[-on-<stem>]."""
+    parts = [CRITIC_PREFIX, domain, critic, f"lr{_rate(learning_rate)}"] + ([f"{ON}{on}"] if on else [])
+    return _ref_safe("-".join(parts))
+
+
+def critic_command(
+    domain: str, critic: str, learning_rate: float, overlay: list[str] = (), queued: bool = True, on: str | None = None
+) -> list[str]:
+    """The experiment of one critic learning rate: the critic, its ranking and its good-vs-bad accuracy
+    on the labelled training states (`critic_quality`); nothing of the validation or test tasks."""
+    return [
+        "dvc",
+        "exp",
+        "run",
+        *(["--queue"] if queued else []),
+        "-n",
+        critic_experiment_name(domain, critic, learning_rate, on),
+        *overlay,
+        "-S",
+        f"critics.{critic}.learning_rate={learning_rate}",
+        f"critic_quality@{domain}-{critic}",
+    ]
+
+
+def launch_critics(
+    domain: str,
+    critics: list[str],
+    learning_rates: tuple[float, ...],
+    overlay: list[str] = (),
+    root: Path = Path("."),
+    queued: bool = True,
+    on: str | None = None,
+) -> list[str]:
+    """Every learning rate of every critic, as `launch` does for policies (the same grid for each)."""
+    done, names = recorded(root), []
+    for critic in critics:
+        for lr in learning_rates:
+            name = critic_experiment_name(domain, critic, lr, on)
+            _run_once(name, done, critic_command(domain, critic, lr, overlay, queued, on), root)
+            names.append(name)
+    return names
+
+
+# What a critic's trial reads: stage report directory -> the metrics kept from it.
+CRITIC_METRICS = {
+    "critics": ("heldout_accuracy", "eval_nll_initial", "eval_nll_final", "heldout_kl_to_reference"),
+    "critic_quality": ("good_vs_bad_accuracy", "states_mixed"),
+    "step_pairs": ("score_length_corr",),
+}
+
+
+@dataclass(frozen=True)
+class CriticTrial:
+    """One learning rate of one critic and what it measured on the training split."""
+
+    critic: str
+    experiment: str
+    config: dict  # {"learning_rate": ...}
+    metrics: dict
+
+
+def collect_critics(domain: str, root: Path = Path("."), commits: int = 1, on: str | None = None) -> list[CriticTrial]:
+    """Every finished critic tuning experiment of `domain` on the experiment file `on`, as `collect`."""
+    import dvc.api
+
+    trials, prefix = [], f"{CRITIC_PREFIX}-{domain}-"
+    for row in dvc.api.exp_show(repo=str(root), num=commits):
+        name = row.get("Experiment") or ""
+        if not name.startswith(prefix) or row.get("State") not in (None, "Success"):
+            continue
+        if tuned_on(name) != (_ref_safe(on) if on else None):
+            continue
+        critic = name[len(prefix) : name.index("-lr")]
+        metrics = {}
+        for stage, keys in CRITIC_METRICS.items():
+            found = _git_json(root, row["rev"], f"reports/{domain}/stages/{stage}/{critic}/metrics.json") or {}
+            metrics |= {key: found.get(key) for key in keys}
+        if metrics["good_vs_bad_accuracy"] is None:
+            continue  # failed before measuring it, or a domain without labels
+        trials.append(CriticTrial(critic, name, {"learning_rate": row[f"critics.{critic}.learning_rate"]}, metrics))
+    if not trials:
+        raise InputError(f"no finished experiment named {prefix}…: run `sweetflow tune run --critics` first")
+    return trials
+
+
+def choose_critics(trials: list[CriticTrial]) -> dict[str, CriticTrial]:
+    """Per critic: the highest good-vs-bad accuracy on the labelled training states, then the highest
+    held-out pair accuracy, then the lower learning rate (the one that moved the model less)."""
+
+    def key(t: CriticTrial) -> tuple:
+        return t.metrics["good_vs_bad_accuracy"], t.metrics["heldout_accuracy"] or 0.0, -t.config["learning_rate"]
+
+    best: dict[str, CriticTrial] = {}
+    for t in trials:
+        if t.critic not in best or key(t) > key(best[t.critic]):
+            best[t.critic] = t
+    return best
+
+
+def render_critics(domain: str, trials: list[CriticTrial], best: dict[str, CriticTrial]) -> str:
+    """The markdown table of every critic learning rate tried, the chosen ones marked."""
+    rates = ", ".join(f"{lr:g}" for lr in sorted({t.config["learning_rate"] for t in trials}))
+    out = [
+        f"# Tuning the critics on the training split ({domain})",
+        "",
+        f"Every critic got the same learning rates ({rates}). Each row is one DVC experiment that trained the "
+        "critic and ranked the candidates at the labelled training states; nothing of the validation or test "
+        "tasks was read. Good vs bad: the share of (good, bad) candidate pairs at a state the critic ranks the "
+        "right way round. Held-out pairs: trajectory pairs of tasks kept out of its training. Drift: the NLL of "
+        "the held-out turns before → after, and the mean per-token KL to its reference there. Chosen: the best "
+        "good vs bad, then held-out pair accuracy, then the lower rate.",
+        "",
+        "| critic | learning rate | good vs bad (%) | states | held-out pairs (%) | held-out NLL | KL to reference "
+        "| score vs length (r) | chosen |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def number(value, form: str, scale: float = 1) -> str:
+        return "—" if value is None else format(value * scale, form)
+
+    for t in sorted(trials, key=lambda t: (t.critic, t.config["learning_rate"])):
+        m = t.metrics
+        cells = [
+            f"`{t.critic}`",
+            f"{t.config['learning_rate']:g}",
+            number(m["good_vs_bad_accuracy"], ".1f", 100),
+            number(m["states_mixed"], "d"),
+            number(m["heldout_accuracy"], ".1f", 100),
+            f"{number(m['eval_nll_initial'], '.3f')} → {number(m['eval_nll_final'], '.3f')}",
+            number(m["heldout_kl_to_reference"], ".3f"),
+            number(m["score_length_corr"], "+.2f"),
+            "**yes**" if best[t.critic].experiment == t.experiment else "",
+        ]
+        out.append(f"| {' | '.join(cells)} |")
+    return "\n".join(out) + "\n"
+
+
+def write_critic_table(domain: str, trials: list[CriticTrial], best: dict[str, CriticTrial], out: Path) -> None:
+    """<out>/<domain>-critics.{md,json}: every critic trial and the choice (`sweetflow experiment --tuned` reads it)."""
+    _write(out, f"{domain}-critics", render_critics(domain, trials, best), "critics", trials, best)

@@ -241,8 +241,24 @@ def test_a_tuning_table_sets_each_tuned_policy_and_the_ablation_takes_sweets(tmp
     assert not any(key.startswith("policies.mtdpo.") for key in changes)  # not in the table: as the file has it
     applied = Params.model_validate(dvc_applied(tmp_path, changes)).policies
     assert (applied["sweet_no_info"].learning_rate, applied["sweet_no_info"].critic) == (2e-5, "no_info")
-    command = run_command(ROOT / "configs/experiments/smollm2.yaml", [], PARAMS, table)
+    command = run_command(ROOT / "configs/experiments/smollm2.yaml", [], PARAMS, [table])
     assert "policies.sweet.learning_rate=2.0e-05" in command  # the table's choice reaches dvc exp run
+
+
+def test_a_critics_table_sets_each_critic_and_a_rule_reaches_the_step_pairs(tmp_path):
+    critics = tmp_path / "backend-critics.json"
+    critics.write_text(json.dumps({"section": "critics", "chosen": {"with_info": {"config": {"learning_rate": 2e-5}}}}))
+    assert tuned_changes(critics, PARAMS) == {"critics.with_info.learning_rate": 2e-5}
+    policies = tuning_table(tmp_path, {"sweet": {"learning_rate": 1e-5, "epochs": 1, "step_pairs.rule": "halves"}})
+    changes = tuned_changes(policies, PARAMS)
+    assert changes["step_pairs.rule"] == "halves" and changes["policies.sweet_no_info.learning_rate"] == 1e-5
+    command = run_command(ROOT / "configs/experiments/smollm2.yaml", [], PARAMS, [critics, policies])
+    assert "critics.with_info.learning_rate=2.0e-05" in command and "step_pairs.rule=halves" in command
+    applied = Params.model_validate(dvc_applied(tmp_path, changes | tuned_changes(critics, PARAMS)))
+    assert applied.step_pairs.rule == "halves" and applied.critics["with_info"].learning_rate == 2e-5
+    critics.write_text(json.dumps({"section": "critics", "chosen": {"oracle": {"config": {"learning_rate": 1}}}}))
+    with pytest.raises(InputError, match=r"chosen: \['oracle'\]: no such critic"):
+        tuned_changes(critics, PARAMS)
 
 
 def test_a_tuning_table_that_names_an_unknown_policy_or_is_ambiguous_is_refused(tmp_path):

@@ -11,16 +11,27 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sweetflow.tuning import (
+    FAITHFUL,
     OFFICIAL_NLL,
+    STEP_PAIR_RULE,
+    CriticTrial,
     Trial,
     choose,
+    choose_critics,
+    collect_critics,
     configurations,
+    critic_command,
+    critic_experiment_name,
     describe,
     experiment_name,
     launch,
+    launch_critics,
     queue_command,
+    read_choices,
     render,
+    render_critics,
     tuned_on,
+    write_critic_table,
     write_table,
 )
 from tests.support.project import tool_env
@@ -101,16 +112,17 @@ def test_the_table_lists_every_trial_and_marks_one_per_policy(tmp_path):
     table = render("backend", trials, best, HEADLINE)
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     assert len(rows) == 4 and sum("**yes**" in r for r in rows) == 2
-    assert "| `sweet` | 0.0001 | 1 | 0.01 (dialogue, per sequence) | 40.0 | 10.0 |  |" in rows
-    assert "| `rft` | 0.001 | 4 | — | 40.0 | 30.0 | **yes** |" in rows
+    assert "| `sweet` | 0.0001 | 1 | 0.01 (dialogue, per sequence) | — | 40.0 | 10.0 |  |" in rows
+    assert "| `rft` | 0.001 | 4 | — | — | 40.0 | 30.0 | **yes** |" in rows
     assert "the preference methods the NLL term" in table  # two NLL settings were tried
     write_table("backend", trials, best, HEADLINE, tmp_path)
     data = json.loads((tmp_path / "backend.json").read_text())
     assert len(data["trials"]) == 4 and data["chosen"]["sweet"]["config"] == {"learning_rate": 1e-4, "epochs": 1}
+    assert read_choices(tmp_path / "backend.json") == ("policies", {t: best[t].config for t in ("rft", "sweet")})
 
 
 def test_the_lr_epochs_grid_gives_every_method_the_same_four_configurations():
-    grids = {m: configurations(m, nll=False) for m in ("rft", "mtdpo", "sweet")}
+    grids = {m: configurations(m, "lr-epochs") for m in ("rft", "mtdpo", "sweet")}
     assert all(len(g) == 4 and g == grids["rft"] for g in grids.values())
     assert all(set(c) == {"learning_rate", "epochs"} for c in grids["sweet"])
 
@@ -120,7 +132,7 @@ def test_the_lr_epochs_grid_gives_every_method_the_same_four_configurations():
     epochs=st.lists(st.integers(1, 8), min_size=1, max_size=3, unique=True),
 )
 def test_a_chosen_grid_is_the_same_for_every_method_and_names_each_run_apart(rates, epochs):
-    grids = {m: configurations(m, nll=False, learning_rates=tuple(rates), epochs=tuple(epochs)) for m in METHODS}
+    grids = {m: configurations(m, "lr-epochs", tuple(rates), tuple(epochs)) for m in METHODS}
     assert all(g == grids["rft"] for g in grids.values()) and len(grids["rft"]) == len(rates) * len(epochs)
     names = {experiment_name("backend", "sweet", c) for c in grids["sweet"]}
     assert len(names) == len(rates) * len(epochs)
@@ -169,9 +181,103 @@ def test_a_configuration_that_ran_on_this_commit_is_skipped_so_tuning_resumes(tm
     run("git", "commit", "-qm", "project")
     ran = experiment_name("backend", "rft", {"learning_rate": 1e-4, "epochs": 1})
     run("dvc", "exp", "run", "-n", ran)
-    grid = {"nll": False, "root": tmp_path, "queued": False, "epochs": (1,)}
+    grid = {"grid": "lr-epochs", "root": tmp_path, "queued": False, "epochs": (1,)}
     assert launch("backend", {"rft": "rft"}, learning_rates=(1e-4,), **grid) == [ran]  # not run again
     with pytest.raises(subprocess.CalledProcessError):  # the same configuration on an experiment file is run
         launch("backend", {"rft": "rft"}, learning_rates=(1e-4,), on="smollm2", **grid)
     with pytest.raises(subprocess.CalledProcessError):  # one it lacks is run: this project has no such stage
         launch("backend", {"rft": "rft"}, learning_rates=(1e-4, 1e-3), **grid)
+
+
+@given(rates=st.lists(st.floats(1e-7, 1e-1), min_size=1, max_size=4, unique=True))
+def test_the_faithful_grid_gives_every_method_as_many_configurations_of_its_own_knobs(rates):
+    grids = {m: configurations(m, "faithful", tuple(rates)) for m in METHODS}
+    assert {len(g) for g in grids.values()} == {4 * len(rates)}
+    sweet = grids["sweet"]
+    # SWEET-RL: the paper's step pairs and the largest gaps, each with no NLL term and the official actor's.
+    assert {c[STEP_PAIR_RULE] for c in sweet} == {"halves", "largest_gaps"} and {c["epochs"] for c in sweet} == {1}
+    assert sum(c.get("nll_span") == "dialogue" for c in sweet) == sum(c["nll_coef"] == 0 for c in sweet)
+    assert not any(STEP_PAIR_RULE in c for c in grids["mtdpo"] + grids["rft"])
+    names = {experiment_name("backend", m, c) for m, g in grids.items() for c in g}
+    assert len(names) == 12 * len(rates)  # every configuration runs under a name of its own
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]+", n) for n in names)
+
+
+def test_a_dotted_key_of_a_configuration_is_set_as_it_is_and_the_others_under_the_policy():
+    config = {"learning_rate": 1e-5, **FAITHFUL["sweet"][2]}
+    cmd = queue_command("backend", "sweet", config)
+    assert "step_pairs.rule=largest_gaps" in cmd and "policies.sweet.learning_rate=1e-05" in cmd
+    assert experiment_name("backend", "sweet", config).endswith("-nll0-largestgaps")
+
+
+def test_a_critic_experiment_trains_ranks_and_measures_it_on_the_training_split_only():
+    cmd = critic_command("backend", "with_info", 2e-6, ["-S", "seeds=[0]"], queued=False, on="smollm2-faithful")
+    assert cmd[-1] == "critic_quality@backend-with_info" and "critics.with_info.learning_rate=2e-06" in cmd
+    assert cmd.index("seeds=[0]") < cmd.index("critics.with_info.learning_rate=2e-06")
+    name = critic_experiment_name("backend", "with_info", 2e-6, "smollm2-faithful")
+    assert name == "tunecritic-backend-with_info-lr2e-06-on-smollm2-faithful" and name in cmd
+    assert tuned_on(name) == "smollm2-faithful" and not name.startswith("tune-")  # never read as a policy's
+
+
+def critic_trial(critic: str, lr: float, good: float, held: float | None) -> CriticTrial:
+    metrics = {"good_vs_bad_accuracy": good, "heldout_accuracy": held, "states_mixed": 210}
+    metrics |= {"eval_nll_initial": 0.15, "eval_nll_final": 0.2, "heldout_kl_to_reference": 0.01}
+    return CriticTrial(critic, f"{critic}-{lr}", {"learning_rate": lr}, metrics | {"score_length_corr": -0.3})
+
+
+@pytest.mark.parametrize(
+    "trials, expected",
+    [
+        ([critic_trial("a", 1e-5, 0.6, 0.9), critic_trial("a", 1e-4, 0.7, 0.5)], "a-0.0001"),  # good vs bad first
+        ([critic_trial("a", 1e-5, 0.7, 0.5), critic_trial("a", 1e-4, 0.7, 0.6)], "a-0.0001"),  # then held-out pairs
+        ([critic_trial("a", 1e-4, 0.7, 0.6), critic_trial("a", 1e-5, 0.7, 0.6)], "a-1e-05"),  # then the lower rate
+        ([critic_trial("a", 1e-4, 0.7, None), critic_trial("a", 1e-5, 0.7, 0.0)], "a-1e-05"),  # no held-out pairs
+    ],
+)
+def test_a_critic_is_chosen_on_good_vs_bad_then_held_out_pairs_then_the_smaller_step(trials, expected):
+    assert choose_critics(trials)["a"].experiment == expected
+
+
+def test_the_critic_table_shows_accuracy_beside_drift_and_is_read_back_as_critics(tmp_path):
+    trials = [critic_trial("with_info", 2e-6, 0.71, 0.8), critic_trial("with_info", 2e-4, 0.65, 0.9)]
+    best = choose_critics(trials)
+    assert "| `with_info` | 2e-06 | 71.0 | 210 | 80.0 | 0.150 → 0.200 | 0.010 | -0.30 | **yes** |" in render_critics(
+        "backend", trials, best
+    )
+    write_critic_table("backend", trials, best, tmp_path)
+    assert read_choices(tmp_path / "backend-critics.json") == ("critics", {"with_info": {"learning_rate": 2e-6}})
+
+
+def test_critic_trials_are_read_back_from_real_dvc_experiments(tmp_path, monkeypatch):
+    """Two learning rates of one critic through `dvc exp run` of a stand-in critic_quality stage (its metric
+    a function of the rate), then read back from the experiments and chosen, as `sweetflow tune` does."""
+    for key, value in tool_env().items():
+        monkeypatch.setenv(key, value)
+
+    def run(*command):
+        subprocess.run(command, cwd=tmp_path, check=True, capture_output=True, text=True)
+
+    run("git", "init", "-q", "-b", "main")
+    run("dvc", "init", "-q")
+    (tmp_path / "params.yaml").write_text("critics:\n  with_info:\n    learning_rate: 0.001\n")
+    out = "reports/backend/stages/critic_quality/with_info/metrics.json"
+    (tmp_path / "measure.py").write_text(
+        "import json, pathlib, yaml\n"
+        "lr = yaml.safe_load(open('params.yaml'))['critics']['with_info']['learning_rate']\n"
+        f"out = pathlib.Path('{out}')\n"
+        "out.parent.mkdir(parents=True, exist_ok=True)\n"
+        "out.write_text(json.dumps({'good_vs_bad_accuracy': 0.9 - lr, 'states_mixed': 3}))\n"
+    )
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n  critic_quality:\n    matrix: {domain: [backend], critic: [with_info]}\n"
+        f"    cmd: python measure.py\n    deps: [measure.py]\n    params: [critics]\n"
+        f"    metrics: [{out}: {{cache: false}}]\n"
+    )
+    run("git", "add", "-A")
+    run("git", "commit", "-qm", "project")
+    names = launch_critics("backend", ["with_info"], (1e-4, 1e-2), root=tmp_path, queued=False)
+    trials = collect_critics("backend", root=tmp_path)
+    assert sorted(t.experiment for t in trials) == sorted(names)
+    chosen = choose_critics(trials)["with_info"]
+    assert chosen.config == {"learning_rate": 1e-4} and chosen.metrics["good_vs_bad_accuracy"] == pytest.approx(0.8999)
+    assert chosen.metrics["heldout_accuracy"] is None  # its critic stage did not run here
