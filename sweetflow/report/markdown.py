@@ -55,10 +55,9 @@ def render_markdown(results: list[DomainResults], seeds: list[int], plots: str) 
             f"the scripted agents run once."
         ),
         "",
-        "The paper's numbers (arXiv 2503.15478) are for Llama-3.1-8B on the official ColBench. They are not "
-        "comparable with this project's tiny default (a sub-million-parameter policy on procedurally generated "
-        "tasks, and an offline image similarity instead of CLIP for the frontend); compare the ordering of the "
-        "methods, not the values.",
+        "The paper's numbers (arXiv 2503.15478) are for Llama-3.1-8B, as shipped, on the official ColBench. "
+        + "".join(f"This run's {r.domain} starts from {r.base.describe()}. " for r in results if r.base)
+        + "Compare the ordering of the methods, not the values.",
         "",
     ]
     for r in results:
@@ -174,7 +173,7 @@ def behaviour_table(r: DomainResults) -> list[str]:
     ]
     for b in r.behaviour:
         cells = ["—" if b[c.key] is None else _pct(b[c.key]) if c.share else f"{b[c.key]:.1f}" for c in columns]
-        out.append(f"| {label(b['method'])} | " + " | ".join(cells) + " |")
+        out.append(f"| {r.label(b['method'])} | " + " | ".join(cells) + " |")
     return [*out, ""]
 
 
@@ -201,7 +200,7 @@ def interval_table(r: DomainResults) -> list[str]:
         for i in rows:
             resolved = "yes" if i.excludes_zero else "no"
             out.append(
-                f"| {label(i.a)} − {label(i.b)} | {i.difference * 100:+.1f} "
+                f"| {r.label(i.a)} − {r.label(i.b)} | {i.difference * 100:+.1f} "
                 f"| [{i.low * 100:+.1f}, {i.high * 100:+.1f}] | {resolved} |"
             )
         out.append("")

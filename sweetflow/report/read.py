@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -33,6 +33,8 @@ SCRIPTED = {
 
 
 LABELS = {**TRAINED, "sweet_no_info": "SWEET-RL without training-time information", **SCRIPTED}
+# The paper's zero-shot is the base model as shipped; a base warm-started on demonstrations is not that.
+WARM_STARTED = "Base policy, warm-started (sampled as the zero-shot)"
 
 
 # The reference solutions scored as answers: a check of the benchmark, not a method.
@@ -40,6 +42,31 @@ REFERENCE = "reference"
 
 
 NOT_RUN = "not run"
+
+
+@dataclass(frozen=True)
+class BasePolicy:
+    """What the trained methods start from, as the base_model stage recorded it."""
+
+    parameters: int
+    warm_started: bool  # trained on demonstrations; else adopted as is (the paper's zero-shot)
+
+    def describe(self) -> str:
+        size = f"{self.parameters / 1e6:.2f}M" if self.parameters < 1e8 else f"{self.parameters / 1e6:.0f}M"
+        how = "warm-started on scripted demonstrations" if self.warm_started else "as shipped"
+        return f"a {size}-parameter base policy, {how}"
+
+
+def read_base_policy(stage_reports: Path) -> BasePolicy | None:
+    """From `<stage_reports>/base_model/metrics.json`; None where the domain has no base model."""
+    path = stage_reports / "base_model" / "metrics.json"
+    if not path.is_file():
+        return None
+    data = read_json(path)
+    parameters = data.get("parameters", data.get("data", {}).get("parameters"))
+    if not isinstance(parameters, int):
+        raise InputError(f"{path}: field 'parameters' (or data.parameters) must be an integer")
+    return BasePolicy(parameters, data.get("steps", 0) > 0)
 
 
 @dataclass(frozen=True)
@@ -247,10 +274,17 @@ class DomainResults:
     critics: list[dict]
     intervals: list[Interval]
     behaviour: list[dict]  # per trained method: movement from the base policy, failure shares
+    base: BasePolicy | None = None
 
     @property
     def domain(self) -> str:
         return self.report.name
+
+    def label(self, method: str) -> str:
+        """A method's name in this domain's tables: the zero-shot row says when its base was warm-started."""
+        if method == "zero_shot" and self.base is not None and self.base.warm_started:
+            return WARM_STARTED
+        return label(method)
 
 
 def episodes_have(evaluations: Path, column: str) -> bool:
@@ -279,4 +313,8 @@ def read_domain(
             intervals += method_intervals(evaluations, report.episode_column, measure="win rate", reference=reference)
     metrics = {m: read_json(reports / domain / m / "metrics.json") for m in methods}
     behaviour = behaviour_rows(evaluations, {m: metrics[m] for m in [*TRAINED, *sorted(metrics)] if m in metrics})
-    return DomainResults(report, rows, goal_check(rows, report), methods.get(REFERENCE), critics, intervals, behaviour)
+    base = read_base_policy(reports / domain / "stages")
+    if base is not None and base.warm_started:
+        rows = [replace(row, label=WARM_STARTED) if row.method == "zero_shot" else row for row in rows]
+    check = goal_check(rows, report)
+    return DomainResults(report, rows, check, methods.get(REFERENCE), critics, intervals, behaviour, base)

@@ -18,6 +18,7 @@ import html
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -27,7 +28,7 @@ from sweetflow.domain_report import get_domain_report
 from sweetflow.report.episodes import dialogues, read_episodes, sweet_states
 from sweetflow.report.intervals import Interval
 from sweetflow.report.markdown import cell, goal_sentences
-from sweetflow.report.read import LABELS, REFERENCE, DomainResults, label
+from sweetflow.report.read import LABELS, REFERENCE, DomainResults
 
 ASSETS = Path(__file__).parent / "assets"
 BOLD = re.compile(r"\*\*(.+?)\*\*")
@@ -89,13 +90,13 @@ def results_section(r: DomainResults) -> str:
         f"<th>seeds</th><th>paper: {a} / {b} (%)</th></tr></thead><tbody>{rows}</tbody></table>",
     ]
     for measure in dict.fromkeys(i.measure for i in r.intervals):
-        out.append(intervals_table([i for i in r.intervals if i.measure == measure], measure))
+        out.append(intervals_table([i for i in r.intervals if i.measure == measure], measure, r.label))
     out += [f"<p>{_inline(s)}</p>" for s in goal_sentences(r.check, report)]
     out.append("</section>")
     return "\n".join(out)
 
 
-def intervals_table(intervals: list[Interval], name: str) -> str:
+def intervals_table(intervals: list[Interval], name: str, label: Callable[[str], str]) -> str:
     rows = "".join(
         f"<tr><td>{html.escape(label(i.a))} − {html.escape(label(i.b))}</td><td>{i.difference * 100:+.1f}</td>"
         f"<td>[{i.low * 100:+.1f}, {i.high * 100:+.1f}]</td><td>{i.tasks}</td>"
@@ -143,8 +144,9 @@ first matches, with more on demand.</p>
 
 def sweet_page(domain: str, data_file: str, nav: list[tuple[str, str]]) -> str:
     body = """<p>SWEET-RL's inside at sampled training states: the candidate actions sampled from the base
-policy, each critic's score (its mean log-ratio against the base model), the action's label (a question
-that gets a new fact told, or an answer that passes, is good), the critic check's played-out outcome where
+policy, each critic's score (its mean log-ratio against its reference, the model its loss compared it
+with), the action's label (a question that gets a new fact told, or an answer that passes, is good), the
+critic check's played-out outcome where
 that state was checked (the critic's best and worst candidate, each continued to the end by the base
 policy), and the step pairs each critic chose (chosen ≻ rejected).</p>
 <form id="state-filters" class="filters">

@@ -158,7 +158,8 @@ def test_table_rows_in_paper_order_with_mean_std_and_paper_numbers(project):
     assert (
         "References scored as answers (sanity check of the benchmark, expected 100%): 100.0% tests passed" in markdown
     )
-    assert "not comparable" in markdown and "Llama-3.1-8B" in markdown
+    assert "Compare the ordering of the methods, not the values" in markdown and "Llama-3.1-8B" in markdown
+    assert "starts from" not in markdown  # no base model recorded: nothing said about it
     assert "3 seeds (0, 1, 2)" in markdown
     assert "](summary/methods.png)" in markdown and "](summary/training_curves.png)" in markdown
     summary = project / "reports" / "summary"
@@ -281,6 +282,32 @@ def test_malformed_metrics_raise_input_error_naming_file_and_field(project, cont
     with pytest.raises(InputError) as err:
         rows_of(project)
     assert str(path) in str(err.value) and field in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "metrics, label, described",
+    [
+        (
+            {"data": {"parameters": 583808}, "steps": 1904},
+            "Base policy, warm-started (sampled as the zero-shot)",
+            "a 0.58M-parameter base policy, warm-started on scripted demonstrations",
+        ),
+        (
+            {"base": "models/external/x.gguf", "parameters": 134515008, "trained": False},
+            "Zero-shot",
+            "a 135M-parameter",
+        ),
+    ],
+)
+def test_the_base_row_says_whether_it_was_warm_started_and_the_intro_its_size(project, metrics, label, described):
+    for method, data in HOLDS.items():
+        write_metrics(project, method, data)
+    path = project / "reports/backend/stages/base_model/metrics.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(metrics))
+    markdown = run_stage_in(project)
+    assert table_lines(markdown)["zero_shot"][0] == label
+    assert f"This run's backend starts from {described}" in markdown
 
 
 def test_critic_table_joins_training_quality_and_ranking_check(project):
