@@ -185,6 +185,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         changes = experiments.read_overlay(args.overlay, args.params) if args.overlay else {}
         for table in args.tuned:  # what an earlier tuning chose: the critics the policies are tuned on
             changes |= experiments.tuned_changes(table, args.params, args.overlay)
+        changes |= experiments.parse_sets(args.set)
         overlay, queued = experiments.set_arguments(changes), args.action == "queue"
         if critics:
             names = tuning.launch_critics(
@@ -335,6 +336,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="queue, run: a tuning table whose choices every configuration also runs with (the critics' table when "
         "tuning the policies); repeatable",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="queue, run: a params value every configuration also runs with, last (e.g. seeds=[0]: tune on one "
+        "seed); repeatable",
     )
     p.add_argument("--params", type=Path, default=Path("params.yaml"))
     p.add_argument("--out", type=Path, default=Path("reports/tuning"), help="table: where <domain>.md and .json go")

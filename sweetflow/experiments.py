@@ -77,6 +77,17 @@ def _leaves(tree: dict, base: object, prefix: str = ""):
             yield dotted, value
 
 
+def parse_sets(sets: list[str]) -> dict[str, object]:
+    """`KEY=VALUE` strings (a value in YAML, as `dvc exp run -S` reads it) as {KEY: value}."""
+    changes = {}
+    for item in sets:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise InputError(f"--set {item!r}: expected KEY=VALUE, e.g. seeds=[0]")
+        changes[key] = yaml.safe_load(value)
+    return changes
+
+
 def set_arguments(changes: dict[str, object]) -> list[str]:
     """`dvc exp run` arguments that set each value: `-S key=value`, the value in YAML's flow style."""
     args = []

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from sweetflow.cli import main
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import Params
-from sweetflow.experiments import read_overlay, run_command, set_arguments, tuned_changes
+from sweetflow.experiments import parse_sets, read_overlay, run_command, set_arguments, tuned_changes
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = ROOT / "params.yaml"
@@ -286,3 +286,10 @@ def test_a_tuning_table_that_names_an_unknown_policy_or_is_ambiguous_is_refused(
     (tmp_path / "backend.json").write_text('{"chosen": [1]}')
     with pytest.raises(InputError, match=r"backend.json: not a tuning table"):
         tuned_changes(tmp_path / "backend.json", PARAMS)
+
+
+def test_a_set_value_is_read_as_yaml_and_a_malformed_one_is_refused():
+    assert parse_sets(["seeds=[0]", "step_pairs.rule=halves"]) == {"seeds": [0], "step_pairs.rule": "halves"}
+    assert set_arguments(parse_sets(["seeds=[0, 1]"])) == ["-S", "seeds=[0, 1]"]
+    with pytest.raises(InputError, match=r"--set 'seeds': expected KEY=VALUE"):
+        parse_sets(["seeds"])
