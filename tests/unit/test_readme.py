@@ -3,7 +3,10 @@ benchmarks, each method's NLL term, and the documents it links."""
 
 from __future__ import annotations
 
+import json
 import re
+import statistics
+from pathlib import Path
 
 from sweetflow.core.params import load_params
 from sweetflow.dag import load_stages
@@ -41,3 +44,46 @@ def test_each_methods_nll_term_is_the_one_params_yaml_gives_it():
 def test_every_linked_document_exists():
     links = re.findall(r"\]\(((?:docs|reports)/[^)#]+)", README)
     assert links and [link for link in links if not (ROOT / link).exists()] == []
+
+
+def table_cells(heading: str) -> dict[str, list[str]]:
+    """The README's results table whose header row starts with `heading`: the method's key (its backticked
+    name, `zero_shot` for the base's row, `expert` for the scripted upper bound) → its cells after the first."""
+    block = README.split(f"| {heading} |", 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for line in block.splitlines()[2:]:
+        first, *cells = [c.strip() for c in line.strip("|").split("|")]
+        named = re.search(r"`(\w+)`", first)
+        key = named.group(1) if named else ("zero_shot" if "zero-shot" in first else "expert")
+        if "without training-time information" in first:
+            key = "sweet_no_info"
+        rows[key] = cells
+    return rows
+
+
+def stated(value: float, spread: float | None) -> str:
+    return f"{value * 100:.1f}" + ("" if spread is None else f" ± {spread * 100:.1f}")
+
+
+def spread(metrics: dict, column: str) -> float | None:
+    """The sample standard deviation over seeds the stage recorded, else computed from its seeds' values."""
+    if f"{column}_std" in metrics or "seeds" not in metrics:
+        return metrics.get(f"{column}_std")
+    return statistics.stdev(seed[column] for seed in metrics["seeds"].values())
+
+
+def test_the_results_tables_are_the_records_metrics():
+    """Each mean ± std of the README's two tables is what the committed metrics files say."""
+    tables = {
+        ("backend method", ROOT / "reports/backend/{}/metrics.json", ("tests_passed", "success_rate")),
+        ("frontend method", ROOT / "reports/experiments/frontend/evaluations/{}.json", ("similarity", "win_rate")),
+    }
+    for heading, pattern, columns in tables:
+        rows = table_cells(heading)
+        assert len(rows) >= 5
+        for method, cells in rows.items():
+            metrics = json.loads(Path(str(pattern).format(method)).read_text())
+            if heading.startswith("frontend"):
+                columns = ("similarity", "similarity_win_rate")  # the table's win rate is by pixels
+            expected = [stated(metrics[c], spread(metrics, c)) for c in columns]
+            assert cells[: len(columns)] == expected, method
