@@ -74,7 +74,7 @@ def main() -> None:
             critic_mean = (mine.sums[:, 0] / mine.counts[:, 0].clamp(min=1)).tolist()
             baseline = kept["logprob_mean"].to_list()
             score = [c - b for c, b in zip(critic_mean, baseline, strict=True)]
-        ranked = kept.select("state_id", "candidate").with_columns(
+        ranked = kept.select("state_id", "candidate", "n_tokens").with_columns(
             critic_logp_mean=pl.Series(critic_mean, dtype=pl.Float64),
             baseline_logp_mean=pl.Series(baseline, dtype=pl.Float64),
             score=pl.Series(score, dtype=pl.Float64),
