@@ -1,7 +1,7 @@
 # The two entry points of the README. Each sets up what it needs first.
 # Stage commands call `python`: the venv's must come first on PATH.
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
-.PHONY: setup repro repro-frontend repro-scale repro-real repro-real-faithful test test-slurm bench
+.PHONY: setup repro repro-frontend repro-scale repro-real repro-real-faithful test test-quick test-slurm bench
 
 setup:
 	bash scripts/setup.sh
@@ -65,6 +65,12 @@ test:
 	ruff format --check .
 	ruff check .
 	python -m pytest -n 2 --dist loadfile -q --durations=30
+
+# The quick loop while changing code: the unit tests only (tests/unit, no stage run as a process of its own),
+# a few minutes on 2 cores. `make test` (CI) stays the whole suite.
+test-quick:
+	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
+	python -m pytest -n 2 --dist loadfile -q tests/unit
 
 # The DAG through real SLURM jobs (tests marked slurm, which `make test` leaves out): installs the
 # executor plugin, starts scripts/slurm.sh's single-node cluster if it is down (root, Debian) and
