@@ -76,7 +76,7 @@ def main() -> None:
         chats = successful_chats(tasks, kept, p.warmup_min_reward, p.training_info, max_turns=max_turns)
         examples, _ = encode_chats(tokenizer, chats, context_length(tokenizer, model.config))
         with tempfile.TemporaryDirectory() as log_dir:  # its summary goes into the critic's metrics
-            trainer = p.model_copy(update={"epochs": p.warmup_epochs})
+            trainer = p.model_copy(update={"epochs": p.warmup_epochs, "learning_rate": p.warmup_learning_rate})
             run = TrainRun(trainer=trainer, engine=engine, log_dir=log_dir, name="sft")
             fitted = train_sft(model, examples, [], run=run, pad_id=pad)
         if fitted.model is None:  # not the main process

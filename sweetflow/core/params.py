@@ -448,6 +448,11 @@ class CriticParams(TrainerParams, PreferenceParams):
         "model that never read a reference solution in its input must first learn to (0: no warm-up, as the paper).",
     )
     warmup_min_reward: float = Field(description="The rollouts the warm-up learns from: reward at least this.")
+    warmup_learning_rate: float = Field(
+        gt=0,
+        description="Peak learning rate of the warm-up (supervised fine-tuning), apart from `learning_rate`, the "
+        "preference loss's: tuning the critic's rate must not change how well it first learnt to read its view.",
+    )
 
 
 class CandidatesParams(Section):
