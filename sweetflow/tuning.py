@@ -3,7 +3,7 @@
 Every tuned policy gets a grid of the same size (`GRIDS`): `full`, learning rate × epochs, the
 preference methods also the NLL term (none, 0.01 on the responses, and the official actor's 0.01 over
 the whole dialogue); `lr-epochs`, learning rate × epochs for every method; `faithful`, four
-configurations a learning rate for every method, each over its own knobs (`FAITHFUL`). Each
+configurations a learning rate for every method, each over its own knobs (`faithful`). Each
 configuration is one DVC experiment whose only target is
 `validate@<domain>-<policy>`: it retrains that policy and evaluates it on the validation tasks,
 never on the test tasks. The choice per policy is the configuration with the best validation goal
@@ -48,17 +48,24 @@ DEFAULT_NLL = {"nll_span": "response", "nll_mean": "token"}  # what experiments 
 # the step-pair rule is the step_pairs stage's, which SWEET-RL and its ablation share.
 STEP_PAIR_RULE = "step_pairs.rule"
 # Per learning rate, four configurations for every method, each over the knobs of its own method: RFT
-# its epochs; MT-DPO epochs × the NLL term (none or the official actor's); SWEET-RL, at the official
-# actor's one epoch, the step-pair rule (the paper's halves or the largest critic gaps) × the NLL term.
-FAITHFUL = {
-    "rft": tuple({"epochs": e} for e in (1, 2, 3, 4)),
-    "mtdpo": tuple({"epochs": e, **nll} for e in (1, 2) for nll in (NO_NLL, OFFICIAL_NLL)),
-    "sweet": tuple(
-        {"epochs": 1, STEP_PAIR_RULE: rule, **nll}
-        for rule in ("halves", "largest_gaps")
-        for nll in (NO_NLL, OFFICIAL_NLL)
-    ),
-}
+# 1 to 4 epochs; MT-DPO the grid's two epochs × the NLL term (none or the official actor's); SWEET-RL, at
+# the official actor's one epoch, the step-pair rule (the paper's halves or the largest critic gaps) × the
+# NLL term.
+FAITHFUL_NLL = (NO_NLL, OFFICIAL_NLL)
+STEP_PAIR_RULES = ("halves", "largest_gaps")
+
+
+def faithful(method: str, epochs: tuple[int, ...]) -> list[dict]:
+    """The `faithful` grid's four configurations of `method` at one learning rate."""
+    if method == "rft":
+        return [{"epochs": e} for e in (1, 2, 3, 4)]
+    if method == "mtdpo":
+        if len(epochs) != 2:
+            raise ValueError(f"the faithful grid gives MT-DPO two epoch counts (four configurations); got {epochs}")
+        return [{"epochs": e, **nll} for e in epochs for nll in FAITHFUL_NLL]
+    return [{"epochs": 1, STEP_PAIR_RULE: rule, **nll} for rule in STEP_PAIR_RULES for nll in FAITHFUL_NLL]
+
+
 GRIDS = ("full", "lr-epochs", "faithful")
 PREFIX = "tune"
 CRITIC_PREFIX = "tunecritic"  # not "tune-": a critic's name must never read as a policy's
@@ -72,12 +79,12 @@ def configurations(
     epochs: tuple[int, ...] = EPOCHS,
 ) -> list[dict]:
     """The grid one policy is tuned over (`GRIDS`); every method gets as many configurations in `faithful`
-    and `lr-epochs` (where the NLL term stays as params.yaml has it), every method of a loss the same ones
-    in `full`. `epochs` is not read by `faithful`, whose epochs are each method's own."""
+    (`faithful`: only MT-DPO reads `epochs`) and `lr-epochs` (where the NLL term stays as params.yaml has
+    it), every method of a loss the same ones in `full`."""
     if grid not in GRIDS:
         raise ValueError(f"unknown grid {grid!r}: expected one of {GRIDS}")
     if grid == "faithful":
-        return [{"learning_rate": lr, **variant} for lr in learning_rates for variant in FAITHFUL[method]]
+        return [{"learning_rate": lr, **variant} for lr in learning_rates for variant in faithful(method, epochs)]
     plain = [{"learning_rate": lr, "epochs": e} for lr in learning_rates for e in epochs]
     if method == "rft" or grid == "lr-epochs":
         return plain

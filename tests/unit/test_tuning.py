@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sweetflow.tuning import (
-    FAITHFUL,
     OFFICIAL_NLL,
     STEP_PAIR_RULE,
     CriticTrial,
@@ -189,22 +188,26 @@ def test_a_configuration_that_ran_on_this_commit_is_skipped_so_tuning_resumes(tm
         launch("backend", {"rft": "rft"}, learning_rates=(1e-4, 1e-3), **grid)
 
 
-@given(rates=st.lists(st.floats(1e-7, 1e-1), min_size=1, max_size=4, unique=True))
-def test_the_faithful_grid_gives_every_method_as_many_configurations_of_its_own_knobs(rates):
-    grids = {m: configurations(m, "faithful", tuple(rates)) for m in METHODS}
+@given(
+    rates=st.lists(st.floats(1e-7, 1e-1), min_size=1, max_size=4, unique=True),
+    epochs=st.lists(st.integers(1, 8), min_size=2, max_size=2, unique=True),
+)
+def test_the_faithful_grid_gives_every_method_as_many_configurations_of_its_own_knobs(rates, epochs):
+    grids = {m: configurations(m, "faithful", tuple(rates), tuple(epochs)) for m in METHODS}
     assert {len(g) for g in grids.values()} == {4 * len(rates)}
     sweet = grids["sweet"]
     # SWEET-RL: the paper's step pairs and the largest gaps, each with no NLL term and the official actor's.
     assert {c[STEP_PAIR_RULE] for c in sweet} == {"halves", "largest_gaps"} and {c["epochs"] for c in sweet} == {1}
     assert sum(c.get("nll_span") == "dialogue" for c in sweet) == sum(c["nll_coef"] == 0 for c in sweet)
     assert not any(STEP_PAIR_RULE in c for c in grids["mtdpo"] + grids["rft"])
+    assert {c["epochs"] for c in grids["mtdpo"]} == set(epochs) and {c["epochs"] for c in grids["rft"]} == {1, 2, 3, 4}
     names = {experiment_name("backend", m, c) for m, g in grids.items() for c in g}
     assert len(names) == 12 * len(rates)  # every configuration runs under a name of its own
     assert all(re.fullmatch(r"[A-Za-z0-9_-]+", n) for n in names)
 
 
 def test_a_dotted_key_of_a_configuration_is_set_as_it_is_and_the_others_under_the_policy():
-    config = {"learning_rate": 1e-5, **FAITHFUL["sweet"][2]}
+    config = configurations("sweet", "faithful", (1e-5,))[2]
     cmd = queue_command("backend", "sweet", config)
     assert "step_pairs.rule=largest_gaps" in cmd and "policies.sweet.learning_rate=1e-05" in cmd
     assert experiment_name("backend", "sweet", config).endswith("-nll0-largestgaps")
@@ -281,3 +284,8 @@ def test_critic_trials_are_read_back_from_real_dvc_experiments(tmp_path, monkeyp
     chosen = choose_critics(trials)["with_info"]
     assert chosen.config == {"learning_rate": 1e-4} and chosen.metrics["good_vs_bad_accuracy"] == pytest.approx(0.8999)
     assert chosen.metrics["heldout_accuracy"] is None  # its critic stage did not run here
+
+
+def test_the_faithful_grid_refuses_an_mtdpo_budget_other_than_four():
+    with pytest.raises(ValueError, match="two epoch counts"):
+        configurations("mtdpo", "faithful", (1e-5,), (1, 2, 4))
