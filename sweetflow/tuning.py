@@ -40,8 +40,9 @@ LEARNING_RATES = (1e-4, 1e-3)
 EPOCHS = (1, 4)
 # The preference methods only (RFT has no preference term to mix with): the settings of the NLL term.
 OFFICIAL_NLL = {"nll_coef": 0.01, "nll_span": "dialogue", "nll_mean": "sequence"}
-NO_NLL = {"nll_coef": 0.0}
-NLL_SETTINGS = (NO_NLL, {"nll_coef": 0.01}, OFFICIAL_NLL)
+# Each setting names all three keys: a trial run in the workspace must not inherit the span of the one before.
+NO_NLL = {"nll_coef": 0.0, "nll_span": "response", "nll_mean": "token"}
+NLL_SETTINGS = (NO_NLL, {"nll_coef": 0.01, "nll_span": "response", "nll_mean": "token"}, OFFICIAL_NLL)
 NLL_KEYS = ("nll_coef", "nll_span", "nll_mean")
 DEFAULT_NLL = {"nll_span": "response", "nll_mean": "token"}  # what experiments without those keys ran
 # A configuration's key is its policy's own (policies.<policy>.<key>) unless it is a dotted params key:

@@ -289,3 +289,11 @@ def test_critic_trials_are_read_back_from_real_dvc_experiments(tmp_path, monkeyp
 def test_the_faithful_grid_refuses_an_mtdpo_budget_other_than_four():
     with pytest.raises(ValueError, match="two epoch counts"):
         configurations("mtdpo", "faithful", (1e-5,), (1, 2, 4))
+
+
+def test_every_preference_configuration_names_its_whole_nll_term():
+    """Trials run one after another in the workspace: a setting that named only nll_coef would inherit the
+    span and mean of the trial before it (the default's first faithful tuning did: 0 'dialogue')."""
+    grids = configurations("sweet") + configurations("mtdpo", "faithful", (1e-5,), (1, 2))
+    grids += configurations("sweet", "faithful", (1e-5,))
+    assert all({"nll_coef", "nll_span", "nll_mean"} <= set(c) for c in grids)
