@@ -117,7 +117,8 @@ def test_rank_scores_each_candidate_against_the_critics_own_reference(repro_proj
             same = ranked["baseline_logp_mean"].to_list() == pytest.approx(means, abs=1e-5)
             assert same is expected_equal, (name, expected_equal)
         critic = json.loads((repro_project / f"reports/{domain}/stages/critics/{name}/metrics.json").read_text())
-        assert critic["heldout_kl_to_reference"] > 0 and critic["eval_nll_final"] > 0
+        # Its drift as a language model is measured on held-out pairs, which this small project has none of.
+        assert critic["holdout_pairs"] == 0 and "heldout_kl_to_reference" not in critic
 
 
 def test_lineage_walks_to_the_roots_and_verifies(repro_project: Path):
