@@ -225,7 +225,53 @@ def fit(model, objective: Objective, run: TrainRun) -> Fitted:
 
     The returned model is unwrapped, with LoRA adapters merged into its weights, so that it saves as
     a plain checkpoint any server loads; the state dict is for `save_pretrained(..., state_dict=...)`.
+    Torch's global settings are as they were before when it returns (`deterministic_algorithms`).
     """
+    with deterministic_algorithms():
+        return _fit(model, objective, run)
+
+
+@contextmanager
+def deterministic_algorithms():
+    """Deterministic kernels while training, then the process's settings as they were: on CPU the
+    backward of indexing with repeated indices (a shared prefix's cache read by several rows) otherwise
+    adds in a thread-dependent order, and the same run must give the same weights. warn_only: on GPUs an
+    op without a deterministic kernel warns instead of stopping training. Left on, the setting would
+    slow and change whatever the process runs next (a stage's generation after its training)."""
+    before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+
+
+@contextmanager
+def dvclive_in_its_directory():
+    """DVCLive, finding no DVC repository, runs `dvc init` in the enclosing git repository
+    (`dvclive.dvc.get_dvc_repo`): a bench or a notebook inside a user's repository would get `.dvc/`
+    staged there. While trackers start, it gets the repository that exists, or none; it writes only
+    into its own directory either way (no dvc.yaml, no experiment)."""
+    import dvclive.live
+    from dvc.exceptions import NotDvcRepoError
+    from dvc.repo import Repo
+    from dvc.scm import SCMError
+
+    def existing() -> Repo | None:
+        try:
+            return Repo()
+        except (NotDvcRepoError, SCMError):
+            return None
+
+    finds = dvclive.live.get_dvc_repo
+    dvclive.live.get_dvc_repo = existing
+    try:
+        yield
+    finally:
+        dvclive.live.get_dvc_repo = finds
+
+
+def _fit(model, objective: Objective, run: TrainRun) -> Fitted:
     p, engine = run.trainer, run.engine
     processes = process_count()
     layout = batch_layout(p.batch_size, engine.micro_batch_size, processes, run.name)
@@ -235,10 +281,6 @@ def fit(model, objective: Objective, run: TrainRun) -> Fitted:
         mixed_precision=precision, gradient_accumulation_steps=layout.accumulation, log_with="dvclive"
     )
     set_seed(p.seed)  # python, numpy and torch: initialisation of adapters, dropout
-    # The same run gives the same weights: on CPU, the backward of indexing with repeated indices
-    # (a shared prefix's cache read by several rows) otherwise adds in a thread-dependent order.
-    # warn_only: on GPUs an op without a deterministic kernel warns instead of stopping training.
-    torch.use_deterministic_algorithms(True, warn_only=True)
     if engine.gradient_checkpointing:
         model.activation_checkpointing_enable()
         model.config.use_cache = False  # the cache is useless while training and conflicts with recomputation
@@ -269,7 +311,8 @@ def fit(model, objective: Objective, run: TrainRun) -> Fitted:
         )
     # dvcyaml=None: the stage's metrics and plots are declared in the project's dvc.yaml.
     dvclive = {"dir": str(run.log_dir), "dvcyaml": None, "save_dvc_exp": False}
-    accelerator.init_trackers(run.name, init_kwargs={"dvclive": dvclive})
+    with dvclive_in_its_directory():
+        accelerator.init_trackers(run.name, init_kwargs={"dvclive": dvclive})
 
     # The loop: a learning rate, one optimiser step, a point of the curve every LOG_EVERY steps.
     full, rest = divmod(len(items), per_step)

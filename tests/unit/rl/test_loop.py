@@ -4,6 +4,8 @@ batch is laid out over processes and accumulation steps, or refused; `fit` train
 from __future__ import annotations
 
 import random
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -140,3 +142,47 @@ def test_fit_needs_only_an_objective_and_the_named_settings_of_its_run(tmp_path)
     assert (tmp_path / "live/metrics.json").exists()
     with pytest.raises(TypeError):
         TrainRun(trainer, run.engine, tmp_path, "scale")
+
+
+def scale_run(log_dir: Path, epochs: int = 2) -> tuple[torch.nn.Module, Objective, TrainRun]:
+    torch.manual_seed(0)
+    trainer = TrainerParams(seed=0, epochs=epochs, learning_rate=0.5, batch_size=4)
+    run = TrainRun(trainer=trainer, engine=training_params(lora=None), log_dir=log_dir, name="scale")
+    return torch.nn.Linear(1, 1, bias=False), Scale([0.5 * i for i in range(1, 9)]), run
+
+
+def test_fit_in_a_git_repository_without_dvc_leaves_it_as_it_was(tmp_path, monkeypatch):
+    """A bench or a notebook in a user's repository: DVCLive must not `dvc init` it and stage `.dvc/`."""
+    repo = tmp_path / "theirs"
+    repo.mkdir()
+    git = lambda *args: subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)  # noqa: E731
+    git("init", "-q")
+    (repo / "notes.txt").write_text("mine\n")
+    git("add", "notes.txt")
+    git("-c", "user.name=u", "-c", "user.email=u@localhost", "commit", "-qm", "theirs")
+    monkeypatch.chdir(repo)
+    model, objective, run = scale_run(tmp_path / "live")  # the log outside their repository
+    fit(model, objective, run)
+    assert git("status", "--porcelain", "--ignored").stdout == ""
+    assert not (repo / ".dvc").exists() and not (repo / ".dvcignore").exists()
+    assert (tmp_path / "live/metrics.json").is_file()  # the curves still go where they were asked
+
+
+@pytest.mark.parametrize("before", [(False, False), (True, False), (True, True)])
+def test_fit_leaves_torchs_deterministic_setting_as_it_found_it(tmp_path, before):
+    torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+    try:
+        seen = []
+
+        class Watched(Scale):
+            def loss(self, model, batch):
+                seen.append(torch.are_deterministic_algorithms_enabled())
+                return super().loss(model, batch)
+
+        model, _, run = scale_run(tmp_path / "live", epochs=1)
+        fit(model, Watched([0.5 * i for i in range(1, 9)]), run)
+        assert seen and all(seen)  # deterministic while training
+        after = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+        assert after == before
+    finally:
+        torch.use_deterministic_algorithms(False)
