@@ -81,7 +81,8 @@ class PreferenceOutput:
     rejected_rewards: torch.Tensor  # [P] β·s⁻, detached
 
     def metrics(self) -> dict[str, float]:
-        """The logged quantities (TRL's names). Accuracy: share of pairs with s⁺ > s⁻ (ties count as wrong)."""
+        """The logged quantities (TRL's names). Accuracy: share of pairs whose reward β·s⁺ > β·s⁻ (ties, in
+        the rewards' precision, count as wrong)."""
         return {
             "loss": self.loss.item(),
             "preference_loss": self.preference_loss.item(),
