@@ -160,18 +160,21 @@ def reference_segment_logps(
     per-segment log-prob sums (and counts), [N, K], in dataset order. The training loop indexes these
     rows (`ref.sums[rows]`) instead of running the reference every step: one forward pass fewer per
     step, every epoch, and no reference model in memory while training. Pass `ref.num_segments` to
-    `segment_logps` so the policy's [B, K] lines up with the cached rows. The tensors stay on the
-    model's device; `torch.save` them next to the dataset to reuse them across runs."""
+    `segment_logps` so the policy's [B, K] lines up with the cached rows. Each batch is moved to the
+    model's device (a GPU, when the model is on one); the results come back to the CPU, where the
+    training batches that index them are collated. `torch.save` them next to the dataset to reuse
+    them across runs."""
     num_segments = max(max(s.segment_ids, default=NOT_SCORED) for s in sequences) + 1
     if num_segments == 0:
         raise ValueError("no sequence has a scored token: nothing to compare")
     was_training = model.training
     model.eval()
     sums, counts = [], []
+    device = next(model.parameters()).device
     for start in range(0, len(sequences), batch_size):
         batch = collate_shared_prefix(sequences[start : start + batch_size], pad_id)
-        s, c = segment_logps(model, batch, num_segments)
-        sums.append(s)
-        counts.append(c)
+        s, c = segment_logps(model, {key: value.to(device) for key, value in batch.items()}, num_segments)
+        sums.append(s.cpu())
+        counts.append(c.cpu())
     model.train(was_training)
     return SegmentLogps(torch.cat(sums), torch.cat(counts))
