@@ -45,7 +45,14 @@ from sweetflow.core.artifacts import stage_output, write_json
 from sweetflow.core.errors import run_stage
 from sweetflow.core.params import ModelParams, TrainingParams
 from sweetflow.core.tables import read_tasks
-from sweetflow.models.checkpoint import adapt_template, load_checkpoint, local_checkpoint, pad_id, save_checkpoint
+from sweetflow.models.checkpoint import (
+    adapt_template,
+    load_checkpoint,
+    local_checkpoint,
+    pad_id,
+    placement,
+    save_checkpoint,
+)
 from sweetflow.models.gguf import SUFFIX, read_gguf
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
 from sweetflow.rl.loop import TrainRun, launch, live_report
@@ -139,7 +146,7 @@ def warm_start(
         "parameters": sum(q.numel() for q in model.parameters()),
     }
     with live_report(paths.stage_report(domain, "base_model")) as live_dir:
-        run = TrainRun(trainer=p, engine=engine, log_dir=live_dir, name="sft")
+        run = TrainRun(trainer=p, engine=engine, log_dir=live_dir, name="sft", device=stage.params.device)
         fitted = train_sft(model, train, holdout, run=run, pad_id=pad_id(tokenizer))
         if fitted.model is None:  # not the main process: it only took part in training
             return
@@ -148,6 +155,7 @@ def warm_start(
             config = {"model": p.model_dump(mode="json"), "data": data, "sft": fitted.summary}
             write_json(out.dir / "training_config.json", config)  # as nanoGPT keeps it with the weights
             out.run["sft"] = fitted.run
+            out.devices["model"] = placement(fitted.model)
             if chat_template:
                 out.chat_template = chat_template
         metrics = json.loads((live_dir / "metrics.json").read_text())

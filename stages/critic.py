@@ -37,7 +37,7 @@ from sweetflow.core.artifacts import stage_output, write_json
 from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.params import CriticParams, TrainingParams
 from sweetflow.core.tables import read_tasks
-from sweetflow.models.checkpoint import load_checkpoint, pad_id, save_checkpoint
+from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device, save_checkpoint
 from sweetflow.rl.drift import mean_token_kl
 from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.loop import TrainRun, forward_batch_size, launch, live_report
@@ -63,7 +63,8 @@ def main() -> None:
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     trajectories = pl.read_parquet(rollout)
     pairs = pl.read_parquet(pairs_file)
-    model, tokenizer = load_checkpoint(base)
+    device = resolve_device(stage.params.device)
+    model, tokenizer = load_checkpoint(base, device)  # where the reference passes run; training moves it anyway
     pad = pad_id(tokenizer)
     held = split_by_task([{"task_id": t} for t in pairs["task_id"].unique().sort()], HOLDOUT_SHARE, p.seed)
     is_held = pl.col("task_id").is_in(held)
@@ -77,7 +78,7 @@ def main() -> None:
         examples, _ = encode_chats(tokenizer, chats, context_length(tokenizer, model.config))
         with tempfile.TemporaryDirectory() as log_dir:  # its summary goes into the critic's metrics
             trainer = p.model_copy(update={"epochs": p.warmup_epochs, "learning_rate": p.warmup_learning_rate})
-            run = TrainRun(trainer=trainer, engine=engine, log_dir=log_dir, name="sft")
+            run = TrainRun(trainer=trainer, engine=engine, log_dir=log_dir, name="sft", device=stage.params.device)
             fitted = train_sft(model, examples, [], run=run, pad_id=pad)
         if fitted.model is None:  # not the main process
             return
@@ -118,7 +119,7 @@ def main() -> None:
     # Training, then the checkpoint, the reference log-probs and the metrics.
     loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef, p.nll_span, p.nll_mean)
     with live_report(paths.stage_report(domain, "critics", name)) as live:
-        run = TrainRun(trainer=p, engine=engine, log_dir=live, name=f"critic {name}")
+        run = TrainRun(trainer=p, engine=engine, log_dir=live, name=f"critic {name}", device=stage.params.device)
         fitted = train_preference(model, train, loss, run=run, pad_id=pad, holdout=holdout)
         if fitted.model is None:  # not the main process
             return
@@ -132,21 +133,24 @@ def main() -> None:
             config = {"critic": p.model_dump(mode="json"), "data": data, "training": fitted.summary}
             write_json(out.dir / "training_config.json", config)
             out.run["training"] = fitted.run
+            out.devices["critic"] = placement(fitted.model)
         kept_reference.cleanup()
         metrics = json.loads((live / "metrics.json").read_text())
         accuracy = fitted.summary.get("eval_rewards/accuracies_final")  # DVCLive nests it under its slash
-        drift = heldout_drift(stage.out, base, holdout, p, engine, pad)
+        drift = heldout_drift(stage.out, base, holdout, p, engine, pad, device)
         write_json(live / "metrics.json", {**metrics, **data, "heldout_accuracy": accuracy, **drift})
     print(json.dumps({"data": data, "training": {**fitted.summary, **fitted.run}}, indent=2))
 
 
-def heldout_drift(critic_dir: str, base: str, holdout: ScoredPairs | None, p: CriticParams, engine, pad: int) -> dict:
+def heldout_drift(
+    critic_dir: str, base: str, holdout: ScoredPairs | None, p: CriticParams, engine, pad: int, device
+) -> dict:
     """The saved critic's mean per-token KL divergence from its reference over the agent turns of the
     held-out pairs' trajectories (the context segment of a dialogue NLL left out); {} without them."""
     if holdout is None:
         return {}
-    critic, _ = load_checkpoint(critic_dir)
-    reference, _ = load_checkpoint(critic_reference(critic_dir, base))
+    critic, _ = load_checkpoint(critic_dir, device)
+    reference, _ = load_checkpoint(critic_reference(critic_dir, base), device)
     turns = holdout.ref.num_segments - (p.nll_span == "dialogue")
     sequences = sorted({i for pair in holdout.data.pairs for i in pair})
     kl = mean_token_kl(

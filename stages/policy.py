@@ -29,7 +29,7 @@ from sweetflow.core import paths
 from sweetflow.core.artifacts import stage_output, write_json
 from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.tables import read_tasks
-from sweetflow.models.checkpoint import load_checkpoint, pad_id, save_checkpoint
+from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device, save_checkpoint
 from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.loop import TrainRun, forward_batch_size, launch, live_report
 from sweetflow.rl.loss import PreferenceLoss
@@ -48,7 +48,7 @@ def main() -> None:
     base_dir = paths.base_model(domain)
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     trajectories = pl.read_parquet(rollout)
-    base, tokenizer = load_checkpoint(base_dir)
+    base, tokenizer = load_checkpoint(base_dir, resolve_device(params.device))  # the reference pass's device
     pad = pad_id(tokenizer)
     max_length = context_length(tokenizer, base.config)
     max_turns = stage.params.episodes.max_turns  # the turn limit the policy's prompts state
@@ -116,16 +116,19 @@ def main() -> None:
             model, _ = load_checkpoint(base_dir)
             seed_live = live / f".seed{seed}"
             if p.method == "rft":
-                run = TrainRun(trainer=trainer, engine=engine, log_dir=seed_live, name="sft")
+                run = TrainRun(trainer=trainer, engine=engine, log_dir=seed_live, name="sft", device=params.device)
                 fitted = train_sft(model, examples, [], run=run, pad_id=pad)
             else:
                 loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef, p.nll_span, p.nll_mean)
-                run = TrainRun(trainer=trainer, engine=engine, log_dir=seed_live, name=f"{name} seed {seed}")
+                run = TrainRun(
+                    trainer=trainer, engine=engine, log_dir=seed_live, name=f"{name} seed {seed}", device=params.device
+                )
                 fitted = train_preference(model, pairs, loss, run=run, pad_id=pad)
             if fitted.model is None:  # not the main process
                 continue
             save_checkpoint(fitted.model, tokenizer, out.dir / f"seed{seed}", state_dict=fitted.state)
             summaries[str(seed)], runs[str(seed)] = fitted.summary, fitted.run
+            out.devices["policy"] = placement(fitted.model)
             (live / "plots").mkdir(parents=True, exist_ok=True)
             os.replace(seed_live / "plots", live / "plots" / f"seed{seed}")
             shutil.rmtree(seed_live)

@@ -26,7 +26,7 @@ from sweetflow.core import paths
 from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.tables import read_tasks
-from sweetflow.models.checkpoint import load_checkpoint, pad_id
+from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device
 from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.ranking import critic_reference, score_candidates
 from sweetflow.rl.sequences import candidate_sequences, context_length
@@ -48,7 +48,8 @@ def main() -> None:
             "server returned none, as `transformers serve` does); use baseline 'reference', or sample with "
             "'transformers' or a vLLM server"
         )
-    critic, tokenizer = load_checkpoint(critic_dir)
+    device = resolve_device(params.device)
+    critic, tokenizer = load_checkpoint(critic_dir, device)
     sequences = candidate_sequences(
         tokenizer,
         tasks,
@@ -64,7 +65,8 @@ def main() -> None:
     inputs = [tasks_file, rollout, candidates_file, critic_dir] + ([base] if p.baseline == "reference" else [])
     with stage_output(stage.out, stage.name, stage.sections, inputs, metrics=stage.metrics) as out:
         if p.baseline == "reference":
-            reference, _ = load_checkpoint(critic_reference(critic_dir, base))
+            reference, _ = load_checkpoint(critic_reference(critic_dir, base), device)
+            out.devices["reference"] = placement(reference)
             scores = score_candidates(
                 critic, reference, kept_sequences, p.batch_size, pad_id(tokenizer), critic_params.length_normalize
             )
@@ -74,6 +76,7 @@ def main() -> None:
             critic_mean = (mine.sums[:, 0] / mine.counts[:, 0].clamp(min=1)).tolist()
             baseline = kept["logprob_mean"].to_list()
             score = [c - b for c, b in zip(critic_mean, baseline, strict=True)]
+        out.devices["critic"] = placement(critic)
         ranked = kept.select("state_id", "candidate", "n_tokens").with_columns(
             critic_logp_mean=pl.Series(critic_mean, dtype=pl.Float64),
             baseline_logp_mean=pl.Series(baseline, dtype=pl.Float64),

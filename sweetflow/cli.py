@@ -15,7 +15,10 @@ from rich.tree import Tree
 
 from sweetflow.core.errors import InputError, StageFailed
 from sweetflow.core.params import DOMAINS
+from sweetflow.core.requirements import check
 from sweetflow.tuning import EPOCHS, GRIDS, LEARNING_RATES
+
+check()  # refuse to start on a transformers older than the code needs, in one line
 
 console = Console()
 

@@ -35,9 +35,12 @@ import torch
 from transformers import Cache, DynamicLayer
 
 from sweetflow.core.params import TransformersAgentParams
+from sweetflow.core.requirements import check
 from sweetflow.dialogue import AgentTurn, ContextOverflow, EpisodeView
 from sweetflow.models.checkpoint import load_checkpoint
 from sweetflow.views import policy_chat
+
+check()  # generation's `cache=`: an older transformers decodes without it, wrong tokens
 
 
 @dataclass

@@ -107,8 +107,9 @@ def code_version() -> dict:
 
 def machine() -> dict:
     """The facts of this machine that decide float results: the CPU, its vector instructions, the
-    threads and the kernels torch and MKL chose (`kernels`). Runs of the same inputs agree bit for bit
-    with the same thread counts and either the same CPU type or `kernels.mode` portable on both."""
+    threads, the GPUs the process saw and the kernels torch and MKL chose (`kernels`). Runs of the
+    same inputs agree bit for bit with the same thread counts and either the same CPU type or
+    `kernels.mode` portable on both."""
     cpu, flags = platform.processor() or platform.machine(), set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -126,10 +127,22 @@ def machine() -> dict:
         "vector_instructions": vector,
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads() if torch else None,
+        "gpus": gpus(torch),
         "kernels": reproducibility.active(),
         "host": platform.node(),
         "system": platform.platform(),
     }
+
+
+def gpus(torch) -> list[dict]:
+    """The CUDA GPUs the stage's process saw, by name and memory; none where torch was not imported
+    (a stage that runs no model) or no GPU is visible."""
+    if torch is None or not torch.cuda.is_available():
+        return []
+    return [
+        {"name": props.name, "memory_gb": round(props.total_memory / 2**30, 1)}
+        for props in (torch.cuda.get_device_properties(i) for i in range(torch.cuda.device_count()))
+    ]
 
 
 def package_versions() -> dict:
@@ -178,9 +191,10 @@ def write_json(path: Path, obj: object) -> None:
 @dataclass
 class StageOutput:
     """What a stage fills inside `stage_output`: files in `dir`, numbers in `metrics`, in `run` the
-    facts of this run that differ between runs of the same inputs (such as training time), and in
-    `served` what the servers it started served, in `chat_template` how an adopted checkpoint's chat template
-    was made usable (`sweetflow.models.checkpoint`). `inputs` holds the inputs' content hashes."""
+        facts of this run that differ between runs of the same inputs (such as training time), and in
+        `served` what the servers it started served, in `chat_template` how an adopted checkpoint's chat template
+        was made usable (`sweetflow.models.checkpoint`), in `devices` where each model ran
+    (`sweetflow.models.checkpoint.placement`). `inputs` holds the inputs' content hashes."""
 
     dir: Path
     inputs: dict[str, str] = field(default_factory=dict)
@@ -188,6 +202,7 @@ class StageOutput:
     run: dict = field(default_factory=dict)
     served: dict = field(default_factory=dict)
     chat_template: dict = field(default_factory=dict)
+    devices: dict = field(default_factory=dict)  # each model the stage ran: its device type and dtype
 
 
 @contextmanager
@@ -242,6 +257,7 @@ def stage_output(
             **({"served": result.served} if result.served else {}),
             **({"endpoints": answered_endpoints()} if _ANSWERED else {}),
             **({"chat_template": result.chat_template} if result.chat_template else {}),
+            **({"devices": result.devices} if result.devices else {}),
         }
         write_json(tmp / MANIFEST, manifest)
         _replace_dir(tmp, out)

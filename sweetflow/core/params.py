@@ -852,6 +852,13 @@ class Params(Section):
     )
     evaluate: EvaluateParams = Field(description=EvaluateParams.__doc__)
     chat_template: ChatTemplateParams = Field(description=ChatTemplateParams.__doc__)
+    device: str = Field(
+        pattern=r"^(auto|cpu|cuda(:\d+)?)$",
+        description="Where the stages that load a model for training or scoring put it (base_model, critic, rank, "
+        "policy): auto, a CUDA GPU when one is visible, else the CPU; cpu; cuda or cuda:N (an error where none is "
+        "visible). Manifests record the device and dtype a stage ran its models in, run records the GPU's name and "
+        "memory. Agents that generate pick a visible GPU themselves.",
+    )
     reproducibility: Literal["native", "portable"] = Field(
         description="Which CPUs give the same bytes. native: torch and MKL run the fastest kernels of this CPU, and "
         "only the same CPU type (and thread counts) reproduces a run bit for bit. portable: torch's AVX2 kernels and "

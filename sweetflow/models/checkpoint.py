@@ -178,6 +178,21 @@ def load_checkpoint(path: Path | str, device: str | torch.device = "cpu", dtype:
     return model.eval(), tokenizer
 
 
+def resolve_device(device: str = "auto") -> torch.device:
+    """Params `device` as a torch device: auto, the first CUDA GPU when one is visible, else the CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError(f"params.yaml: device: {device}, but no CUDA GPU is visible (auto uses one where there is)")
+    return torch.device(device)
+
+
+def placement(model) -> dict:
+    """Where a model ran, for a stage's manifest: its device type and dtype (the same on every machine of a
+    kind; the device's name and memory are the run record's, `sweetflow.core.artifacts.machine`)."""
+    return {"device": model.device.type, "dtype": str(model.dtype).removeprefix("torch.")}
+
+
 def pad_id(tokenizer) -> int:
     """The id that pads a batch: the tokenizer's pad token, else its end-of-sequence token (Llama 3
     has no pad token; padding is masked out of attention and of every loss, so any id will do)."""

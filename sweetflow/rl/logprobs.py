@@ -16,8 +16,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sweetflow.core.requirements import check
 from sweetflow.rl.batching import collate_shared_prefix
 from sweetflow.rl.sequences import NOT_SCORED, SegmentedSequence
+
+check()  # `out.cache` of a forward pass: transformers 5.24
 
 
 def predicting(scored: torch.Tensor) -> torch.Tensor:

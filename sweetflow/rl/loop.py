@@ -190,6 +190,7 @@ class TrainRun:
     engine: TrainingParams  # how: threads, precision, micro-batch, LoRA, length grouping, ...
     log_dir: Path | str  # DVCLive's directory for the run's curves and summary
     name: str  # the progress bar's and the tracker's name; errors name it
+    device: str = "auto"  # params `device`: cpu keeps a GPU machine's training on the CPU
 
 
 class Objective(ABC):
@@ -278,7 +279,10 @@ def _fit(model, objective: Objective, run: TrainRun) -> Fitted:
     per_step = objective.per_step or p.batch_size
     precision = {"fp32": "no"}.get(engine.precision, engine.precision)
     accelerator = Accelerator(
-        mixed_precision=precision, gradient_accumulation_steps=layout.accumulation, log_with="dvclive"
+        mixed_precision=precision,
+        gradient_accumulation_steps=layout.accumulation,
+        log_with="dvclive",
+        cpu=run.device == "cpu",
     )
     set_seed(p.seed)  # python, numpy and torch: initialisation of adapters, dropout
     if engine.gradient_checkpointing:

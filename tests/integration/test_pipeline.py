@@ -116,6 +116,9 @@ def test_rank_scores_each_candidate_against_the_critics_own_reference(repro_proj
             means = (ref.sums[:, 0] / ref.counts[:, 0]).tolist()
             same = ranked["baseline_logp_mean"].to_list() == pytest.approx(means, abs=1e-5)
             assert same is expected_equal, (name, expected_equal)
+        on_cpu = {"device": "cpu", "dtype": "float32"}  # params device auto, on a machine without a GPU
+        assert read_manifest(Path(f"data/{domain}/ranked/{name}"))["devices"] == {"critic": on_cpu, "reference": on_cpu}
+        assert read_manifest(critic_dir)["devices"] == {"critic": on_cpu}
         critic = json.loads((repro_project / f"reports/{domain}/stages/critics/{name}/metrics.json").read_text())
         # Its drift as a language model is measured on held-out pairs, which this small project has none of.
         assert critic["holdout_pairs"] == 0 and "heldout_kl_to_reference" not in critic

@@ -150,3 +150,18 @@ def test_code_is_dirty_when_code_changes_not_when_the_pipeline_writes(tmp_path, 
         (tmp_path / name).write_text("2\n")
         assert code_version()["dirty"] is True, name
         git("checkout", "--", name)
+
+
+def test_a_stage_that_ran_a_model_names_its_device_and_dtype_and_the_record_its_gpus(tmp_path):
+    import torch
+
+    from sweetflow.models.checkpoint import placement, resolve_device
+    from tests.support.models import tiny_llama
+
+    model = tiny_llama().to(resolve_device("auto"), torch.bfloat16)
+    with stage_output(tmp_path / "out", "rank@backend-with_info", {}, seed=0) as output:
+        output.devices["critic"] = placement(model)
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert read_manifest(tmp_path / "out")["devices"] == {"critic": {"device": expected, "dtype": "bfloat16"}}
+    gpus = read_run_record("rank@backend-with_info")["machine"]["gpus"]
+    assert len(gpus) == torch.cuda.device_count() and all(g["name"] and g["memory_gb"] > 0 for g in gpus)

@@ -1,4 +1,4 @@
-"""sweetflow refuses a dependency older than the code needs, in one line (sweetflow/requirements.py),
+"""sweetflow refuses a dependency older than the code needs, in one line (sweetflow/core/requirements.py),
 and pyproject.toml declares the same minimums."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from sweetflow.requirements import MINIMUMS, TooOld, check
+from sweetflow.core.requirements import MINIMUMS, TooOld, check
 from tests.support.project import ROOT
 
 
@@ -36,16 +36,15 @@ def test_pyproject_declares_each_minimum_the_code_checks():
         assert Version(importlib.metadata.version(name)) >= Version(minimum)
 
 
-def test_a_process_with_transformers_5_17_refuses_to_start_in_one_line(tmp_path):
+@pytest.mark.parametrize("module", ["sweetflow.cli", "sweetflow.agents.transformers", "sweetflow.rl.logprobs"])
+def test_a_process_with_transformers_5_17_refuses_to_start_in_one_line(tmp_path, module):
     """A distribution's metadata found first on the path is what importlib reports: a 5.17 in front of
     the installed one, as an old CUDA image would have it."""
     info = tmp_path / "transformers-5.17.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: transformers\nVersion: 5.17.0\n")
     env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(
-        [sys.executable, "-c", "import sweetflow.cli"], cwd=ROOT, env=env, capture_output=True, text=True
-    )
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         "sweetflow needs transformers>=5.24 (it uses generation's cache= argument and a forward pass's "

@@ -186,3 +186,13 @@ def test_fit_leaves_torchs_deterministic_setting_as_it_found_it(tmp_path, before
         assert after == before
     finally:
         torch.use_deterministic_algorithms(False)
+
+
+def test_fit_trains_on_the_cpu_when_params_say_cpu(tmp_path):
+    model, objective, run = scale_run(tmp_path / "live", epochs=1)
+    fitted = fit(
+        model,
+        objective,
+        TrainRun(trainer=run.trainer, engine=run.engine, log_dir=run.log_dir, name="scale", device="cpu"),
+    )
+    assert next(fitted.model.parameters()).device.type == "cpu"

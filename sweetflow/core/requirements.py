@@ -1,7 +1,8 @@
-"""The versions of its dependencies the code needs, checked when `sweetflow` is imported.
+"""The versions of its dependencies the code needs, checked when a module that needs them is imported
+(the agent's generation, the shared-prefix log-probs, the CLI).
 
 An older release does not always fail: transformers before 5.24 takes generation's `cache=` as an
-unknown keyword and decodes without the cache, returning wrong tokens. So the package refuses to start,
+unknown keyword and decodes without the cache, returning wrong tokens. So those modules refuse to load,
 in one line, instead of running on it. pyproject.toml declares the same minimums (a test holds the two
 together).
 """
