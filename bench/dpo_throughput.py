@@ -129,8 +129,9 @@ def build_pairs(tasks: list[dict], demos: list[dict], n: int, seed: int, max_tur
     return pairs
 
 
-def prepare(workdir: Path, n_pairs: int) -> dict:
-    """Tokenizer, initial model and pairs, saved in `workdir` for the workers; the run's settings."""
+def prepare(workdir: Path, n_pairs: int, device: str = "auto") -> dict:
+    """Tokenizer, initial model and pairs, saved in `workdir` for the workers; the run's settings
+    (`device`: where both trainers run, params `device`'s values)."""
     import polars as pl
 
     from sweetflow.core.params import load_params
@@ -156,6 +157,7 @@ def prepare(workdir: Path, n_pairs: int) -> dict:
         "epochs": 1,
         "precision": "no",
         "threads": 1,
+        "device": device,
         "seed": m.seed,
         "max_length": m.max_length,
     }
@@ -203,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         "--repeats", type=int, default=2, help="runs of each trainer, alternating; the median is reported (default: 2)"
     )
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES), help=argparse.SUPPRESS)
+    parser.add_argument("--device", default="auto", help="auto (a CUDA GPU when one is visible), cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
 
     import torch
@@ -225,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[dict]] = {mode: [] for mode in args.modes}
     with tempfile.TemporaryDirectory(prefix="dpo_bench_") as tmp:
         workdir = Path(tmp)
-        setup = prepare(workdir, args.pairs)
+        setup = prepare(workdir, args.pairs, args.device)
         for repeat in range(args.repeats):
             order = args.modes if repeat % 2 == 0 else args.modes[::-1]  # alternate, so drift hits every trainer
             for mode in order:
@@ -343,7 +346,11 @@ def worker(mode: str, workdir: Path) -> None:
     settings = json.loads((workdir / "settings.json").read_text())
     pairs = json.loads((workdir / "pairs.json").read_text())
     tokenizer = AutoTokenizer.from_pretrained(workdir / "model")
-    model = LlamaForCausalLM.from_pretrained(workdir / "model", dtype=torch.float32)
+    from sweetflow.models.checkpoint import resolve_device
+
+    model = LlamaForCausalLM.from_pretrained(workdir / "model", dtype=torch.float32).to(
+        resolve_device(settings["device"])
+    )
     rss_before = rss_mb()
     with tempfile.TemporaryDirectory(prefix=f"{mode}_") as tmp:
         run = run_ours if mode == "ours" else run_trl
@@ -391,7 +398,7 @@ def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute
     engine = load_params(ROOT / "params.yaml").training.model_copy(update={"threads": 1, "precision": s["precision"]})
     loss = PreferenceLoss(s["beta"], length_normalize=False, nll_coef=s["nll_coef"])
     started = time.perf_counter()
-    run = TrainRun(trainer=p, engine=engine, log_dir=tmp / "live", name="dpo_bench")
+    run = TrainRun(trainer=p, engine=engine, log_dir=tmp / "live", name="dpo_bench", device=s["device"])
     fitted = train_preference(model, ScoredPairs(data, ref), loss, run=run, pad_id=tokenizer.pad_token_id)
     train_s = time.perf_counter() - started
     summary = fitted.summary
@@ -414,6 +421,8 @@ def run_trl(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute:
     from datasets import Dataset
     from transformers import PrinterCallback
     from trl import DPOConfig, DPOTrainer
+
+    from sweetflow.models.checkpoint import resolve_device
 
     class TimedDPOTrainer(DPOTrainer):
         ref_seconds = 0.0
@@ -452,7 +461,7 @@ def run_trl(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute:
         seed=s["seed"],
         bf16=False,
         fp16=False,
-        use_cpu=True,
+        use_cpu=resolve_device(s["device"]).type == "cpu",
         max_length=s["max_length"],
         precompute_ref_log_probs=precompute,
         report_to="none",

