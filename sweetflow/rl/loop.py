@@ -298,7 +298,7 @@ def _fit(model, objective: Objective, run: TrainRun) -> Fitted:
         sampler = LengthGroupedBatches(objective.lengths, per_step, p.seed)
         loader = DataLoader(items, batch_sampler=sampler, collate_fn=list)
     else:
-        order = torch.Generator().manual_seed(p.seed)
+        order = torch.Generator(device="cpu").manual_seed(p.seed)  # the loader draws indices on the CPU
         loader = DataLoader(items, batch_size=per_step, shuffle=True, collate_fn=list, generator=order)
 
     # Optimiser, and the model and optimiser spread over the processes.

@@ -1,0 +1,48 @@
+"""A review rule held by a test: in a function that meets a model (it takes one), every tensor torch
+makes from scratch names its device. A tensor made on the CPU beside a model on a GPU is the defect a
+CPU-only machine never shows (`*_like` and `.to(...)` take their device from a tensor, so they pass)."""
+
+from __future__ import annotations
+
+import ast
+
+from tests.support.project import ROOT
+
+FACTORIES = {"tensor", "arange", "zeros", "ones", "full", "empty", "rand", "randn", "randint", "Generator"}
+MODEL_ARGUMENTS = {"model", "critic", "reference", "base", "policy"}
+
+
+def violations(source: str) -> list[str]:
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        if not {a.arg for a in function.args.args + function.args.kwonlyargs} & MODEL_ARGUMENTS:
+            continue
+        for node in ast.walk(function):
+            call = node.func if isinstance(node, ast.Call) else None
+            if (
+                isinstance(call, ast.Attribute)
+                and isinstance(call.value, ast.Name)
+                and call.value.id == "torch"
+                and call.attr in FACTORIES
+                and not any(k.arg == "device" for k in node.keywords)
+                and not (call.attr == "Generator" and node.args)  # torch.Generator(device) names it positionally
+            ):
+                found.append(f"line {node.lineno}, {function.name}: torch.{call.attr} without a device")
+    return found
+
+
+def test_code_that_meets_a_model_makes_its_tensors_on_a_named_device():
+    found = {
+        str(path.relative_to(ROOT)): v
+        for path in sorted((ROOT / "sweetflow").rglob("*.py"))
+        if (v := violations(path.read_text()))
+    }
+    assert found == {}
+
+
+def test_the_rule_sees_a_tensor_made_without_a_device():
+    bad = "import torch\ndef score(model, ids):\n    index = torch.arange(len(ids))\n    return model(ids)[index]\n"
+    good = bad.replace("torch.arange(len(ids))", "torch.arange(len(ids), device=ids.device)")
+    assert violations(bad) == ["line 3, score: torch.arange without a device"] and violations(good) == []
