@@ -32,7 +32,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
-from sweetflow.core.params import load_params  # noqa: E402
+from sweetflow.core.inputs import read_yaml  # noqa: E402
+from sweetflow.core.params import PolicyParams  # noqa: E402
 
 RECORDS = Path("reports/experiments")
 POINT = re.compile(r"scale-(\d+)(-tuned)?$")
@@ -83,9 +84,12 @@ def points(records: Path) -> dict[Point, dict]:
 
 def policies(record: Path) -> dict | None:
     """The policies' configurations in a record's params.yaml (read by the params' own rules: DVC writes
-    1e-05, which YAML 1.1 reads as a string); None if the record has none."""
+    1e-05, which YAML 1.1 reads as a string); None if the record has none. Only that section is read: a
+    record made before a key of another section existed stays readable."""
     params = record / "params.yaml"
-    return load_params(params).model_dump()["policies"] if params.is_file() else None
+    if not params.is_file():
+        return None
+    return {name: PolicyParams.model_validate(p).model_dump() for name, p in read_yaml(params)["policies"].items()}
 
 
 def column_label(point: Point) -> str:
