@@ -1,7 +1,7 @@
 # The two entry points of the README. Each sets up what it needs first.
 # Stage commands call `python`: the venv's must come first on PATH.
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
-.PHONY: setup repro repro-frontend repro-scale repro-real repro-real-faithful test test-quick test-slurm bench
+.PHONY: setup repro repro-frontend repro-scale repro-real repro-real-faithful test test-quick test-gpu test-slurm bench
 
 setup:
 	bash scripts/setup.sh
@@ -71,6 +71,14 @@ test:
 test-quick:
 	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
 	python -m pytest -n 2 --dist loadfile -q tests/unit
+
+# On a machine with a CUDA GPU (docs/gpu.md): the GPU's set-up (the `gpu` extra, torch as it asks), then the
+# tests marked gpu: log-probs, the critic's scores and drift, training and generation on the GPU against
+# the CPU's numbers, and the small project's `dvc repro` through evaluate_policy@backend-sweet with every
+# model on the GPU. Where no GPU is visible they are skipped; `make test` runs their CPU half.
+test-gpu:
+	SWEETFLOW_GPU=1 bash scripts/setup.sh
+	python -m pytest -q -p no:xdist -m gpu -rs tests/unit/test_devices.py tests/integration/test_gpu_pipeline.py
 
 # The DAG through real SLURM jobs (tests marked slurm, which `make test` leaves out): installs the
 # executor plugin, starts scripts/slurm.sh's single-node cluster if it is down (root, Debian) and
