@@ -78,7 +78,7 @@ test-quick:
 # model on the GPU. Where no GPU is visible they are skipped; `make test` runs their CPU half.
 test-gpu:
 	SWEETFLOW_GPU=1 bash scripts/setup.sh
-	python -m pytest -q -p no:xdist -m gpu -rs tests/unit/test_devices.py tests/integration/test_gpu_pipeline.py
+	python -m pytest -q -p no:xdist -m gpu -rs tests/unit/rl/test_devices.py tests/integration/test_gpu_pipeline.py
 
 # The DAG through real SLURM jobs (tests marked slurm, which `make test` leaves out): installs the
 # executor plugin, starts scripts/slurm.sh's single-node cluster if it is down (root, Debian) and

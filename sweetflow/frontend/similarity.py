@@ -128,7 +128,7 @@ class ClipEmbedder:
                 if not isinstance(features, torch.Tensor):  # transformers 5 wraps the projection in an output object
                     features = features.pooler_output
                 rows.append(torch.nn.functional.normalize(features.float(), dim=-1))
-        return torch.cat(rows) if rows else torch.empty(0, 0)
+        return torch.cat(rows) if rows else torch.empty(0, 0, device=self.model.device)
 
 
 class Similarity:
