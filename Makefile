@@ -72,13 +72,14 @@ test-quick:
 	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
 	python -m pytest -n 2 --dist loadfile -q tests/unit
 
-# On a machine with a CUDA GPU (docs/gpu.md): the GPU's set-up (the `gpu` extra, torch as it asks), then the
-# tests marked gpu: log-probs, the critic's scores and drift, training and generation on the GPU against
+# On a machine with a CUDA GPU (docs/gpu.md): the set-up (from PyPI, torch 2.13.0's Linux wheel carries CUDA), then
+# the tests marked gpu: log-probs, the critic's scores and drift, training and generation on the GPU against
 # the CPU's numbers, and the small project's `dvc repro` through evaluate_policy@backend-sweet with every
-# model on the GPU. Where no GPU is visible they are skipped; `make test` runs their CPU half.
+# model on the GPU. Where no GPU is visible they are skipped; `make test` runs their CPU half. The whole
+# check of a GPU machine, with the trainer and decoding benchmarks: `bash bench/gpu_check/run.sh` (docs/gpu.md).
 test-gpu:
-	SWEETFLOW_GPU=1 bash scripts/setup.sh
-	python -m pytest -q -p no:xdist -m gpu -rs tests/unit/rl/test_devices.py tests/integration/test_gpu_pipeline.py
+	bash scripts/setup.sh
+	python -m pytest -q -p no:xdist -m gpu -rs tests/unit/rl/test_devices.py tests/integration/test_gpu_pipeline.py $(PYTEST_ARGS)
 
 # The DAG through real SLURM jobs (tests marked slurm, which `make test` leaves out): installs the
 # executor plugin, starts scripts/slurm.sh's single-node cluster if it is down (root, Debian) and

@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         "parameters": parameters,
         "examples": len(examples),
         "cpu_count": os.cpu_count(),
-        "device": {"type": device.type, "gpus": gpus(torch)},
+        "device": {"device": device.type, "gpus": gpus(torch)},
         "load_average_after": os.getloadavg(),
         "python": sys.version.split()[0],
         "torch": torch.__version__,

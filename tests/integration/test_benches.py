@@ -120,3 +120,29 @@ def test_bench_script_runs_at_its_smallest_size(bench_root, name):
     assert "DISAGREE" not in done.stdout, done.stdout[-3000:]
     written = bench_root / "bench" / "results" / result
     assert json.loads(written.read_text())  # a non-empty report
+
+
+def test_the_gpu_checks_benchmark_and_summary_run_at_their_smallest_size_on_the_cpu(tmp_path):
+    """bench/gpu_check/ is for a machine with a GPU (docs/gpu.md); here its benchmark runs on the CPU at
+    the `tiny` shape, and its summary reads what it wrote, so that neither drifts from the code."""
+    out = tmp_path / "gpu_check"
+    out.mkdir()
+    args = ["--device", "cpu", "--models", "tiny", "--pairs-per-step", "2", "--steps", "2", "--prompt", "16"]
+    args += ["--response", "8", "--gen-batches", "1", "2", "--gen-prompt", "8", "--gen-tokens", "4", "--rounds", "1"]
+    script = [sys.executable, "bench/gpu_check/bench_gpu.py", "--out", str(out / "bench.json"), *args]
+    done = subprocess.run(
+        [*script, "--precision", "fp32"], cwd=ROOT, env=tool_env(), capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (out / "steps.jsonl").write_text(json.dumps({"step": "bench", "rc": 0, "timed_out": False, "seconds": 9}) + "\n")
+    summarized = subprocess.run(
+        [sys.executable, "bench/gpu_check/summary.py", str(out)], cwd=ROOT, env=tool_env(), capture_output=True
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summarized.returncode == 1  # the other steps did not run
+    assert summary["verdicts"] == {"setup": "not run", "env": "not run", "bench": "pass", "tests": "not run"}
+    assert summary["device"]["device"] == "cpu" and summary["bench_errors"] == [] == summary["bench_skipped"]
+    training = summary["training"]["tiny"]
+    assert training["ours"]["tokens_per_s"] > 0 and training["trl"]["tokens_per_s"] > 0 and training["ours_over_trl"]
+    assert [row["batch"] for row in summary["generation"]["tiny"]] == [1, 2]
+    assert all(row["same_tokens"] == 1.0 for row in summary["generation"]["tiny"])  # greedy: HF's tokens too
