@@ -46,20 +46,12 @@ def child(kind: str, keep: bool, steps: int, rows: int, tokens: int) -> None:
     if keep:
         keep_freed_memory()
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     from sweetflow.agents.transformers import sample
+    from sweetflow.models.tiny import tiny_config
 
-    config = LlamaConfig(
-        vocab_size=8192,
-        hidden_size=128,
-        intermediate_size=344,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=2048,
-        tie_word_embeddings=True,
-    )
+    config = tiny_config(8192, max_length=2048)
     torch.manual_seed(0)
     model = LlamaForCausalLM(config)
     if kind == "train":

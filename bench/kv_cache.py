@@ -21,9 +21,10 @@ from unittest import mock
 import torch
 from rich.console import Console
 from rich.table import Table
-from transformers import DynamicLayer, LlamaConfig, LlamaForCausalLM
+from transformers import DynamicLayer, LlamaForCausalLM
 
 from sweetflow.agents import transformers as backend
+from sweetflow.models.tiny import tiny_config
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kv_cache.json"
 
@@ -45,16 +46,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)  # as the agents generate the tiny model
     context_max = max(args.contexts) + args.steps + 8
-    config = LlamaConfig(
-        vocab_size=args.vocab,
-        hidden_size=128,
-        intermediate_size=344,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=context_max,
-        tie_word_embeddings=True,
-    )
+    config = tiny_config(args.vocab, max_length=context_max)
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).eval()
     rows = []

@@ -51,20 +51,12 @@ def child(kind: str, setting: str, steps: int, threads: int, rows: int) -> None:
 
         pin("portable")
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     from sweetflow.agents.transformers import sample
+    from sweetflow.models.tiny import tiny_config
 
-    config = LlamaConfig(
-        vocab_size=2048,
-        hidden_size=128,
-        intermediate_size=344,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=1024,
-        tie_word_embeddings=True,
-    )
+    config = tiny_config(2048, max_length=1024)
     torch.manual_seed(0)
     torch.set_num_threads(threads)
     model = LlamaForCausalLM(config)

@@ -115,6 +115,37 @@ def train_tokenizer(
     )
 
 
+def tiny_config(
+    vocab_size: int,
+    hidden_size: int = 128,
+    layers: int = 2,
+    heads: int = 4,
+    max_length: int = 512,
+    intermediate_size: int | None = None,
+    **overrides,
+) -> LlamaConfig:
+    """The tiny Llama's configuration, the one place its shape is spelled: by default the calibrated
+    one of docs/calibration.md (2 layers, hidden 128, 4 heads, tied embeddings). Tied input and output
+    embeddings keep the vocabulary's share of a tiny model small. The MLP has Llama's width, 8/3 of the
+    model's (344 for 128): at these sizes a 4x-wide MLP trains ~15% slower for no better model.
+    `overrides` are LlamaConfig's own keywords (special ids, untied embeddings for a test's model)."""
+    if hidden_size % heads:
+        raise ValueError(f"hidden_size={hidden_size} is not divisible by heads={heads}")
+    return LlamaConfig(
+        **{
+            "vocab_size": vocab_size,
+            "hidden_size": hidden_size,
+            "intermediate_size": intermediate_size or math.ceil(8 * hidden_size / 3 / 8) * 8,
+            "num_hidden_layers": layers,
+            "num_attention_heads": heads,
+            "num_key_value_heads": heads,
+            "max_position_embeddings": max_length,
+            "tie_word_embeddings": True,
+            **overrides,
+        }
+    )
+
+
 def build_model(
     tokenizer: PreTrainedTokenizerFast,
     hidden_size: int = 128,
@@ -124,26 +155,17 @@ def build_model(
     seed: int = 0,
     intermediate_size: int | None = None,
 ) -> LlamaForCausalLM:
-    """A randomly initialised Llama sized for CPU training, with the tokenizer's special ids wired in.
-
-    Defaults are the calibrated ones of docs/calibration.md (2 layers, hidden 128, 4 heads, tied
-    embeddings). Tied input and output embeddings keep the vocabulary's share of a tiny model small.
-    The MLP has Llama's width, 8/3 of the model's (344 for 128): at these sizes a 4x-wide MLP trains
-    ~15% slower for no better model. The same seed gives the same weights; the global torch RNG is
-    left as it was, so building a model does not change the random stream of whatever runs next.
-    """
-    if hidden_size % heads:
-        raise ValueError(f"hidden_size={hidden_size} is not divisible by heads={heads}")
+    """A randomly initialised Llama of `tiny_config`'s shape, with the tokenizer's special ids wired in.
+    The same seed gives the same weights; the global torch RNG is left as it was, so building a model
+    does not change the random stream of whatever runs next."""
     ids = {name: tokenizer.convert_tokens_to_ids(tok) for name, tok in (("bos", BOS), ("eos", EOS), ("pad", PAD))}
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
+    config = tiny_config(
+        len(tokenizer),
         hidden_size=hidden_size,
-        intermediate_size=intermediate_size or math.ceil(8 * hidden_size / 3 / 8) * 8,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=heads,
-        max_position_embeddings=max_length,
-        tie_word_embeddings=True,
+        layers=layers,
+        heads=heads,
+        max_length=max_length,
+        intermediate_size=intermediate_size,
         bos_token_id=ids["bos"],
         eos_token_id=ids["eos"],
         pad_token_id=ids["pad"],

@@ -17,13 +17,12 @@ from transformers import (
     CLIPImageProcessorPil,
     CLIPVisionConfig,
     GenerationConfig,
-    LlamaConfig,
     LlavaConfig,
     LlavaForConditionalGeneration,
     LlavaProcessor,
 )
 
-from sweetflow.models.tiny import BOS, EOS, PAD, train_tokenizer
+from sweetflow.models.tiny import BOS, EOS, PAD, tiny_config, train_tokenizer
 
 IMAGE_TOKEN = "<image>"
 IMAGE_SIDE, PATCH = 28, 14
@@ -64,14 +63,14 @@ def build_tiny_vlm(dest: Path) -> Path:
             patch_size=PATCH,
             projection_dim=32,
         ),
-        text_config=LlamaConfig(
-            vocab_size=len(tokenizer),
+        text_config=tiny_config(
+            len(tokenizer),
             hidden_size=32,
+            layers=1,
+            heads=2,
             intermediate_size=64,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=2,
-            max_position_embeddings=4096,
+            max_length=4096,
+            tie_word_embeddings=False,
             bos_token_id=ids["bos"],
             eos_token_id=ids["eos"],
             pad_token_id=ids["pad"],

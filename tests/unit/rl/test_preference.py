@@ -13,9 +13,10 @@ import torch
 from accelerate.state import AcceleratorState
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
 from sweetflow.core.params import TrainerParams
+from sweetflow.models.tiny import tiny_config
 from sweetflow.rl.batching import collate_segmented, collate_shared_prefix
 from sweetflow.rl.logprobs import predicting, reference_segment_logps, segment_logp_sums, segment_logps, token_logprobs
 from sweetflow.rl.loop import TrainRun
@@ -469,17 +470,8 @@ def test_preference_training_on_shared_prefixes_is_reproducible_on_two_threads(t
             keys.append(f"state{state}")
     pairs = [(i, i + 1) for i in range(0, len(sequences), 2)]
     data = PairData(sequences, pairs, group_pairs([keys[c] for c, _ in pairs]))
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=128,
-        intermediate_size=344,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=256,
-        pad_token_id=PAD,
-        bos_token_id=BOS,
-        eos_token_id=END,
+    config = tiny_config(
+        64, max_length=256, tie_word_embeddings=False, pad_token_id=PAD, bos_token_id=BOS, eos_token_id=END
     )
     torch.manual_seed(0)
     reference = LlamaForCausalLM(config)
