@@ -37,10 +37,10 @@ from rich.table import Table
 from torch.utils.data import DataLoader
 
 from sweetflow.core.artifacts import gpus
-from sweetflow.core.params import ModelParams, load_params
+from sweetflow.core.params import ModelParams, TrainingParams, load_params
 from sweetflow.models.checkpoint import resolve_device
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
-from sweetflow.rl.loop import CLIP_NORM, TrainRun, lr_at
+from sweetflow.rl.loop import TrainRun, lr_at
 from sweetflow.rl.sft import collate, demo_chats, encode_chats, train_sft
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +49,7 @@ RESULTS = ROOT / "bench" / "results" / "sft_throughput.json"
 
 
 def plain_torch_loop(
-    model, examples, p: ModelParams, precision: str, pad_id: int, device: torch.device
+    model, examples, p: ModelParams, engine: TrainingParams, pad_id: int, device: torch.device
 ) -> tuple[int, float]:
     """The baseline: what train_sft does per step, written directly against torch, on `device`."""
     model.to(device)
@@ -61,17 +61,17 @@ def plain_torch_loop(
         collate_fn=lambda batch: collate(batch, pad_id),
     )
     optimizer = torch.optim.AdamW(model.parameters(), lr=p.learning_rate, betas=(0.9, 0.95), weight_decay=0.0)
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if engine.precision == "bf16" else nullcontext()
     model.train()
     tokens, started = 0, time.perf_counter()
     for step, batch in enumerate(loader):
         for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, len(loader), p.learning_rate)
+            group["lr"] = lr_at(step, len(loader), p.learning_rate, engine)
         batch = {key: value.to(device) for key, value in batch.items()}
         with autocast:
             loss = model(**batch).loss
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), engine.clip_norm)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         tokens += int(batch["attention_mask"].sum())  # a GPU's queue is drained here, every step
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                     }
                 )
             model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
-            tokens, seconds = plain_torch_loop(model, examples, p, precision, tokenizer.pad_token_id, device)
+            tokens, seconds = plain_torch_loop(model, examples, p, engine, tokenizer.pad_token_id, device)
             results.append({**row, "loop": "plain torch", "tokens": tokens, "seconds": seconds, "loss": None})
     for r in results:
         r["tokens_per_s"] = r["tokens"] / r["seconds"]

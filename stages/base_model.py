@@ -58,8 +58,6 @@ from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
 from sweetflow.rl.loop import TrainRun, launch, live_report
 from sweetflow.rl.sft import demo_chats, encode_chats, split_by_task, train_sft
 
-HOLDOUT_SHARE = 0.05  # of training tasks whose demonstrations only measure the validation loss
-
 
 def main() -> None:
     stage = begin("base_model", __doc__)
@@ -133,7 +131,7 @@ def warm_start(
     """Fine-tune `model` on every demonstration (loss on the agent's turns; the demonstrations of a few
     held-out tasks measure the validation loss) and write it as the stage's checkpoint."""
     domain = stage.domain
-    held_out = split_by_task(shown.tasks, HOLDOUT_SHARE, p.seed)
+    held_out = split_by_task(shown.tasks, p.holdout_share, p.seed)
     is_held_out = [d["task_id"] in held_out for d in shown.demos]
     train, cut = encode_chats(tokenizer, [c for c, h in zip(shown.chats, is_held_out) if not h], p.max_length)
     holdout, _ = encode_chats(tokenizer, [c for c, h in zip(shown.chats, is_held_out) if h], p.max_length)

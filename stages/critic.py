@@ -47,8 +47,6 @@ from sweetflow.rl.ranking import REFERENCE_DIR, critic_reference
 from sweetflow.rl.sequences import context_length, successful_chats, trajectory_pair_data
 from sweetflow.rl.sft import encode_chats, split_by_task, train_sft
 
-HOLDOUT_SHARE = 0.1  # of the tasks with pairs: their pairs only measure the critic
-
 
 def main() -> None:
     stage = begin("critic", __doc__, item="critics")
@@ -66,7 +64,7 @@ def main() -> None:
     device = resolve_device(stage.params.device)
     model, tokenizer = load_checkpoint(base, device)  # where the reference passes run; training moves it anyway
     pad = pad_id(tokenizer)
-    held = split_by_task([{"task_id": t} for t in pairs["task_id"].unique().sort()], HOLDOUT_SHARE, p.seed)
+    held = split_by_task([{"task_id": t} for t in pairs["task_id"].unique().sort()], p.holdout_share, p.seed)
     is_held = pl.col("task_id").is_in(held)
 
     # Warm-up: learn to read the critic's view first; the held-out tasks stay unseen, as for the pairs.

@@ -367,6 +367,16 @@ class TrainingParams(Section):
         "(micro_batch_size x processes) micro-batches, which must be a whole number. Null: batch_size / processes "
         "(no accumulation).",
     )
+    warmup_share: float = Field(
+        ge=0,
+        lt=1,
+        description="Share of a run's optimiser steps over which the learning rate ramps linearly up to its peak (one "
+        "step at least); a cosine decay follows.",
+    )
+    final_lr_share: float = Field(
+        ge=0, le=1, description="The cosine decay ends at this share of the peak learning rate (nanoGPT's min_lr)."
+    )
+    clip_norm: float = Field(gt=0, description="Gradients are clipped to this global L2 norm before each step.")
 
 
 class TrainerParams(Section):
@@ -408,6 +418,9 @@ class ModelParams(TrainerParams):
     layers: int = Field(ge=1, description="Tiny: transformer blocks.")
     heads: int = Field(ge=1, description="Tiny: attention heads.")
     max_length: int = Field(ge=64, description="Tiny: context length. Any base: longer SFT examples are cut.")
+    holdout_share: float = Field(
+        gt=0, lt=1, description="Share of the training tasks whose demonstrations only measure the validation loss."
+    )
 
 
 class PreferenceParams(Section):
@@ -452,6 +465,12 @@ class CriticParams(TrainerParams, PreferenceParams):
         gt=0,
         description="Peak learning rate of the warm-up (supervised fine-tuning), apart from `learning_rate`, the "
         "preference loss's: tuning the critic's rate must not change how well it first learnt to read its view.",
+    )
+    holdout_share: float = Field(
+        gt=0,
+        lt=1,
+        description="Share of the tasks with trajectory pairs whose pairs (and warm-up rollouts) the critic never "
+        "trains on: they measure its held-out pair accuracy and its drift.",
     )
 
 

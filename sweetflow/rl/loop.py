@@ -43,9 +43,6 @@ from sweetflow.core.params import LoraParams, ParamsError, TrainerParams, Traini
 from sweetflow.rl.batching import LengthGroupedBatches, micro_batches
 
 LOG_EVERY = 10  # optimiser steps between two points of the training curve
-WARMUP_SHARE = 0.05  # of all steps, with a linear ramp of the learning rate
-FINAL_LR_SHARE = 0.1  # the cosine decay ends at this share of the peak learning rate
-CLIP_NORM = 1.0
 
 
 @dataclass
@@ -107,13 +104,15 @@ class StepResult:
     metrics: dict[str, float] = field(default_factory=dict)  # logged as train/<name>
 
 
-def lr_at(step: int, total: int, peak: float) -> float:
-    """Linear warm-up, then cosine decay to FINAL_LR_SHARE of the peak (as in nanoGPT)."""
-    warmup = max(1, round(WARMUP_SHARE * total))
+def lr_at(step: int, total: int, peak: float, engine: TrainingParams) -> float:
+    """Linear warm-up over `engine.warmup_share` of the steps, then cosine decay to `engine.final_lr_share`
+    of the peak (as in nanoGPT)."""
+    warmup = max(1, round(engine.warmup_share * total))
     if step < warmup:
         return peak * (step + 1) / warmup
     progress = (step - warmup) / max(1, total - warmup)
-    return peak * (FINAL_LR_SHARE + (1 - FINAL_LR_SHARE) * 0.5 * (1 + math.cos(math.pi * progress)))
+    final = engine.final_lr_share
+    return peak * (final + (1 - final) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 def with_lora(model, lora: LoraParams):
@@ -332,11 +331,11 @@ def _fit(model, objective: Objective, run: TrainRun) -> Fitted:
         for batch in loader:
             if len(batch) < processes:
                 continue
-            lr = lr_at(step, total, p.learning_rate)
+            lr = lr_at(step, total, p.learning_rate, engine)
             for group in optimizer.param_groups:
                 group["lr"] = lr
             means, step_tokens = _train_step(model, objective, accelerator, layout, batch)
-            accelerator.clip_grad_norm_(model.parameters(), CLIP_NORM)
+            accelerator.clip_grad_norm_(model.parameters(), engine.clip_norm)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1

@@ -3,6 +3,7 @@ batch is laid out over processes and accumulation steps, or refused; `fit` train
 
 from __future__ import annotations
 
+import math
 import random
 import subprocess
 from pathlib import Path
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from sweetflow.core.params import ParamsError, TrainerParams
 from sweetflow.rl.batching import LengthGroupedBatches, micro_batches
-from sweetflow.rl.loop import BatchLayout, Objective, StepResult, TrainRun, batch_layout, fit, launch_processes
+from sweetflow.rl.loop import BatchLayout, Objective, StepResult, TrainRun, batch_layout, fit, launch_processes, lr_at
 from tests.support.params import training_params
 
 
@@ -93,6 +94,31 @@ def test_the_layout_of_an_effective_batch_and_the_combinations_refused():
         batch_layout(8, 2, 8, "x")  # 16 a step would be twice the batch asked for
     with pytest.raises(ParamsError, match=r"batch_size 6 .* does not divide among 4 processes.*micro_batch_size"):
         batch_layout(6, None, 4, "x")
+
+
+@given(
+    total=st.integers(1, 400),
+    warmup_share=st.floats(0, 0.5),
+    final_lr_share=st.floats(0, 1),
+    peak=st.floats(1e-7, 1.0),
+)
+@settings(max_examples=50, deadline=None)
+def test_the_schedule_ramps_up_over_its_warmup_share_then_decays_to_its_final_share(
+    total, warmup_share, final_lr_share, peak
+):
+    engine = training_params(warmup_share=warmup_share, final_lr_share=final_lr_share)
+    rates = [lr_at(step, total, peak, engine) for step in range(total)]
+    warmup = max(1, round(warmup_share * total))
+    ramp, decay = rates[:warmup], rates[warmup:]
+    assert ramp == sorted(ramp) and rates[min(warmup, total) - 1] == pytest.approx(peak)
+    assert decay == sorted(decay, reverse=True)
+    assert all(final_lr_share * peak * (1 - 1e-9) <= r <= peak * (1 + 1e-9) for r in decay)
+    # The cosine reaches its floor one step past the last: the last step is the closest to it.
+    if len(decay) > 1:
+        assert decay[-1] == pytest.approx(
+            peak
+            * (final_lr_share + (1 - final_lr_share) * 0.5 * (1 + math.cos(math.pi * (len(decay) - 1) / len(decay))))
+        )
 
 
 def test_the_launch_takes_its_process_count_from_params_then_slurm_then_the_gpus():
