@@ -22,11 +22,16 @@ from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.sequences import PairData, group_pairs, segmented
 from sweetflow.rl.sft import demo_chats, encode_chats
 from tests.support.chat_templates import stock_checkpoint
+from tests.support.params import training_params
 from tests.support.project import ROOT, tool_env
 
 CPU_CONFIG = "configs/accelerate/cpu2.yaml"  # two gloo processes on the CPUs
 MAX_LENGTH = 3072  # the stock checkpoint's context
 TRAINER = {"seed": 0, "epochs": 2, "learning_rate": 5e-3, "batch_size": 8}
+# params.yaml's training section on one thread, one process, without accumulation; each test changes a few knobs.
+ENGINE = training_params(
+    threads=1, precision="fp32", accelerate_config=None, processes=None, micro_batch_size=None
+).model_dump(mode="json")
 LORA = {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}
 # Nothing but the order of additions differs: one process adds its two passes' gradients, gloo adds
 # the two processes' one each, and both halve the sum. With two summands a + b is b + a and halving
@@ -58,22 +63,12 @@ def inputs(corpus, tmp_path_factory):
 def run(inputs, name: str, engine: dict, env: dict | None = None) -> dict:
     out = inputs / name
     out.mkdir()
-    base = {
-        "threads": 1,
-        "precision": "fp32",
-        "group_by_length": True,
-        "gradient_checkpointing": False,
-        "lora": None,
-        "accelerate_config": None,
-        "processes": None,
-        "micro_batch_size": None,
-    }
     spec = {
         "checkpoint": str(inputs / "model"),
         "data": str(inputs / "data.pt"),
         "out": str(out),
         "trainer": TRAINER,
-        "engine": {**base, **engine},
+        "engine": {**ENGINE, **engine},
     }
     (out / "spec.json").write_text(json.dumps(spec))
     env = {**tool_env(), "PYTHONPATH": str(ROOT), **(env or {})}
@@ -137,16 +132,7 @@ def test_launch_without_gpus_or_a_process_count_is_refused(inputs):
         "data": str(inputs / "data.pt"),
         "out": str(inputs / "refused"),
         "trainer": TRAINER,
-        "engine": {
-            "threads": 1,
-            "precision": "fp32",
-            "group_by_length": True,
-            "gradient_checkpointing": False,
-            "lora": None,
-            "accelerate_config": CPU_CONFIG,
-            "processes": None,
-            "micro_batch_size": None,
-        },
+        "engine": {**ENGINE, "accelerate_config": CPU_CONFIG},
     }
     (inputs / "refused.json").write_text(json.dumps(spec))
     env = {k: v for k, v in tool_env().items() if k != "SLURM_GPUS_ON_NODE"}
