@@ -1,4 +1,4 @@
-"""The `sweetflow` command: inspect parameters, trace artifacts, score outputs made elsewhere."""
+"""The `sweetflow` command: inspect parameters, trace artifacts, score outputs made elsewhere, sync dvc.yaml."""
 
 from __future__ import annotations
 
@@ -439,6 +439,37 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+def parser_dag(sub: argparse._SubParsersAction) -> None:
+    """The command line of `sweetflow dag`."""
+    p = sub.add_parser("dag", help="keep dvc.yaml in step with the code")
+    actions = p.add_subparsers(dest="action", required=True)
+    sync = actions.add_parser("sync", help="write each stage's code deps in dvc.yaml from what its module imports")
+    sync.add_argument(
+        "--check", action="store_true", help="write nothing; name what differs and exit 1 if anything does"
+    )
+    sync.add_argument("--root", type=Path, default=Path("."), help="project root (where dvc.yaml is)")
+    p.set_defaults(func=cmd_dag)
+
+
+def cmd_dag(args: argparse.Namespace) -> int:
+    from sweetflow.dag import sync_code_deps
+
+    text, changes = sync_code_deps(args.root)
+    for change in changes:
+        console.print(f"  {change}", highlight=False, markup=False)
+    if not changes:
+        console.print("dvc.yaml's code deps are in step with the imports", highlight=False)
+        return 0
+    if args.check:
+        console.print(
+            f"dvc.yaml's code deps are out of step ({len(changes)}): run `sweetflow dag sync`", highlight=False
+        )
+        return 1
+    (args.root / "dvc.yaml").write_text(text)
+    console.print(f"dvc.yaml: {len(changes)} code dep(s) changed", highlight=False)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sweetflow", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -453,6 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser_share,
         parser_view,
         parser_import,
+        parser_dag,
     ):
         add(commands)
     return parser

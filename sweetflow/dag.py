@@ -5,12 +5,14 @@ templating resolve exactly as `dvc repro` resolves them and the DAG is written o
 needs to run (cores, memory, GPUs, time) is declared beside it too, in its `meta: {resources: ...}`,
 which DVC keeps but ignores and the Snakefile turns into the rule's `threads` and `resources`.
 `code_closure` lists the project's source files a stage's module may import, which its `deps`
-in dvc.yaml must cover (a test holds them to it).
+in dvc.yaml must cover; `sync_code_deps` (`sweetflow dag sync`) writes them there, and a test fails
+when dvc.yaml is out of step.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -175,12 +177,20 @@ def code_closure(module: str, domains: Iterable[str] = DOMAINS, root: Path = ROO
         if path is None or path in found:
             continue
         found.add(path)
-        tree = ast.parse(path.read_text(), str(path))
-        todo += _imported(tree)
-        called = {getattr(n.func, "id", None) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        stat = path.stat()
+        imported, called = _read_module(path, stat.st_mtime_ns, stat.st_size)
+        todo += imported
         for loaders, loaded in ((DOMAIN_LOADERS, domains), (EVERY_DOMAIN_LOADERS, DOMAINS)):
             todo += [f"sweetflow.{d}.{part}" for loader, part in loaders.items() if loader in called for d in loaded]
     return {p.relative_to(root).as_posix() for p in found if p.name != "__init__.py"}
+
+
+@functools.cache
+def _read_module(path: Path, mtime_ns: int, size: int) -> tuple[list[str], set[str | None]]:
+    """A file's first-party imports and the names it calls, parsed once per version of the file
+    (`sweetflow dag sync` follows the same modules for every run of every stage)."""
+    tree = ast.parse(path.read_text(), str(path))
+    return _imported(tree), {getattr(n.func, "id", None) for n in ast.walk(tree) if isinstance(n, ast.Call)}
 
 
 def _module_file(name: str, root: Path) -> Path | None:
@@ -206,9 +216,106 @@ def _imported(tree: ast.AST) -> list[str]:
     return [n for n in names if n.split(".")[0] in FIRST_PARTY]
 
 
+def stage_code(spec: StageSpec, root: Path = ROOT) -> set[str]:
+    """The project's source files one run of a stage may import: of its domain, or of every domain."""
+    domains = [spec.domain] if spec.domain else list(DOMAINS)
+    return code_closure(spec.module, domains, root) if spec.module else set()
+
+
 def uncovered_code(spec: StageSpec, root: Path = ROOT) -> list[str]:
     """The project's source files the stage's module may run that none of its `deps` covers (a
     dependency covers a file when it is that file or a directory holding it)."""
-    domains = [spec.domain] if spec.domain else list(DOMAINS)
-    code = code_closure(spec.module, domains, root) if spec.module else set()
-    return sorted(path for path in code if not any(Path(path).is_relative_to(dep) for dep in spec.deps))
+    return sorted(path for path in stage_code(spec, root) if not _covers(spec.deps, path))
+
+
+def _covers(deps: Iterable[str], path: str) -> bool:
+    return any(Path(path).is_relative_to(dep) for dep in deps)
+
+
+# Directories written whole when a stage needs a file in them: every stage runs sweetflow/core, and
+# one line for it keeps the entries readable (a change there reruns every stage anyway).
+WHOLE = ("sweetflow/core",)
+
+
+@dataclass(frozen=True)
+class CodeDepChange:
+    """A line that `sweetflow dag sync` adds to or removes from a stage's `deps` in dvc.yaml."""
+
+    stage: str  # the entry's name in dvc.yaml: a foreach or matrix entry stands for all its runs
+    path: str  # as written in dvc.yaml, `${...}` included
+    added: bool
+
+    def __str__(self) -> str:
+        return f"{self.stage}: {'add' if self.added else 'remove'} {self.path}"
+
+
+def sync_code_deps(root: Path | str = ".") -> tuple[str, list[CodeDepChange]]:
+    """The text of `root`'s dvc.yaml with every stage's code deps in step with its imports, and the
+    changes. A code dep is a path under stages/ or sweetflow/ that is Python or a directory holding
+    some. One is removed when it covers no file that any run of its entry imports (a foreach or
+    matrix entry needs the union of its runs'); each file a run imports that no dep covers is added
+    after the entry's last code dep, as a file, as its directory in WHOLE, or with the entry's domain
+    argument (`sweetflow/${item}/...`) when every domain has that file. Directories listed by hand
+    stay while they cover something, and every other line stays byte for byte: lines are removed
+    and inserted in the text, which is never re-emitted."""
+    from ruamel.yaml import YAML
+
+    root = Path(root).resolve()
+    text = (root / "dvc.yaml").read_text()
+    entries = YAML().load(text)["stages"]
+    runs: dict[str, list[StageSpec]] = {}
+    for spec in load_stages(root):
+        runs.setdefault(spec.name.split("@")[0], []).append(spec)
+    drop: set[int] = set()
+    insert: dict[int, list[str]] = {}
+    changes = []
+    lines = text.splitlines(keepends=True)
+    for name, entry in entries.items():
+        if name not in runs:  # a foreach over an empty list: no run to read imports from
+            continue
+        body = entry.get("do", entry)
+        deps = body["deps"]
+        specs = runs[name]
+        assert all(len(spec.deps) == len(deps) for spec in specs), f"{name}: DVC resolved another number of deps"
+        code = [i for i, dep in enumerate(specs[0].deps) if _is_code(dep, root)]
+        needed = {spec.name: stage_code(spec, root) for spec in specs}
+        stale = [i for i in code if not any(_covers([s.deps[i]], f) for s in specs for f in needed[s.name])]
+        domain_arg = body["cmd"].split()[3] if specs[0].domain else None
+        added = sorted(
+            {_written(f, s.domain, domain_arg, root) for s in specs for f in needed[s.name] if not _covers(s.deps, f)}
+        )
+        drop.update(deps.lc.item(i)[0] for i in stale)
+        changes += [CodeDepChange(name, deps[i], added=False) for i in stale]
+        changes += [CodeDepChange(name, path, added=True) for path in added]
+        if added:
+            after = deps.lc.item(code[-1] if code else len(deps) - 1)[0]
+            dash = lines[after][: lines[after].index("- ") + 2]
+            insert[after] = [f"{dash}{path}\n" for path in added]
+    out = []
+    for number, line in enumerate(lines):
+        out += ([] if number in drop else [line]) + insert.get(number, [])
+    return "".join(out), changes
+
+
+def _is_code(dep: str, root: Path) -> bool:
+    """A first-party path that is Python, holds Python, or is gone (a deleted module's line is stale)."""
+    path = root / dep
+    if Path(dep).parts[0] not in FIRST_PARTY:
+        return False
+    if path.is_dir():
+        return any(path.rglob("*.py"))
+    return path.suffix == ".py" or not path.exists()
+
+
+def _written(path: str, domain: str | None, domain_arg: str | None, root: Path) -> str:
+    """How dvc.yaml names a file a run of domain `domain` imports; `domain_arg` is the entry's
+    spelling of that domain in its cmd (`${item}`, `${item.domain}`)."""
+    whole = next((d for d in WHOLE if Path(path).is_relative_to(d)), None)
+    if whole:
+        return whole
+    own = f"sweetflow/{domain}"
+    if domain and Path(path).is_relative_to(own):
+        rest = Path(path).relative_to(own)
+        if all((root / "sweetflow" / d / rest).is_file() for d in DOMAINS):
+            return f"sweetflow/{domain_arg}/{rest.as_posix()}"
+    return path
