@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sweetflow.core.errors import InputError
 from sweetflow.core.params import DOMAINS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -274,7 +275,9 @@ def sync_code_deps(root: Path | str = ".") -> tuple[str, list[CodeDepChange]]:
         if name not in runs:  # a foreach over an empty list: no run to read imports from
             continue
         body = entry.get("do", entry)
-        deps = body["deps"]
+        deps = body.get("deps")
+        if not deps:  # no list to write into
+            raise InputError(f"dvc.yaml: stage {name!r} has no deps; list at least its module, stages/{name}.py")
         specs = runs[name]
         assert all(len(spec.deps) == len(deps) for spec in specs), f"{name}: DVC resolved another number of deps"
         code = [i for i, dep in enumerate(specs[0].deps) if _is_code(dep, root)]

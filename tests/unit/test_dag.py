@@ -6,16 +6,27 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Union, get_args, get_origin
 
 import pytest
+import yaml
 from pydantic import BaseModel
 
+from sweetflow.cli import main
 from sweetflow.core.params import InputDir, Params, ParamsError, load_params
-from sweetflow.dag import code_closure, load_stages, snakemake_inputs, stage_resources, uncovered_code
+from sweetflow.dag import (
+    code_closure,
+    load_stages,
+    snakemake_inputs,
+    stage_resources,
+    sync_code_deps,
+    uncovered_code,
+)
 from tests.support.project import ROOT
 
 STAGES = load_stages(ROOT)
@@ -24,7 +35,81 @@ STAGES = load_stages(ROOT)
 @pytest.mark.parametrize("spec", STAGES, ids=lambda s: s.name)
 def test_every_stage_depends_on_the_code_it_imports(spec):
     assert spec.module, f"{spec.name}: its cmd runs no stage module"
-    assert uncovered_code(spec) == [], f"{spec.name}: add these to its deps in dvc.yaml"
+    assert uncovered_code(spec) == [], f"{spec.name}: its deps in dvc.yaml miss these: run `sweetflow dag sync`"
+
+
+def test_dvc_yaml_code_deps_are_in_sync():
+    """No code dep is missing or stale, and a sync of the committed file rewrites no byte."""
+    text, changes = sync_code_deps(ROOT)
+    assert [str(c) for c in changes] == [], "dvc.yaml is out of step with the imports: run `sweetflow dag sync`"
+    assert text == (ROOT / "dvc.yaml").read_text()
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path) -> Path:
+    """The pipeline and its code, in a repository of their own (DVC reads stages only in one)."""
+    for name in ("dvc.yaml", "params.yaml", ".dvc/config"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        shutil.copy2(ROOT / name, tmp_path / name)
+    for name in ("stages", "sweetflow"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    return tmp_path
+
+
+def sync(capsys, project: Path, *args: str) -> tuple[int, str]:
+    code = main(["dag", "sync", "--root", str(project), *args])
+    return code, capsys.readouterr().out
+
+
+def test_dag_sync_writes_a_new_import_into_every_stage_that_runs_it(pipeline, capsys):
+    """One import in the module every stage runs: each entry gets the file, once, after its code
+    deps; a line taken out of a domain's entry comes back with the entry's domain argument; a line of
+    a module that is gone goes, one of a directory without Python (data) stays; the import taken
+    away again, its lines go."""
+    before = (pipeline / "dvc.yaml").read_text()
+    entries = list(yaml.safe_load(before)["stages"])
+    critic = before.index("\n  critic:\n")
+    taken = "      - sweetflow/${item.domain}/instructions.py  # what the policy is told\n"
+    pairs = "\n      - sweetflow/rl/pairs.py\n"  # step_pairs' last code dep
+    kept, gone = "      - sweetflow/report/assets\n", "      - sweetflow/gone.py\n"
+    broken = before[:critic] + before[critic:].replace(taken, "", 1).replace(pairs, pairs + kept + gone, 1)
+    (pipeline / "dvc.yaml").write_text(broken)
+    (pipeline / "sweetflow/probe.py").write_text('"""A module no stage imported before."""\n')
+    common = pipeline / "stages/_common.py"
+    future = "from __future__ import annotations\n"
+    common.write_text(common.read_text().replace(future, future + "\nimport sweetflow.probe\n", 1))
+
+    code, out = sync(capsys, pipeline, "--check")
+    assert code == 1 and "run `sweetflow dag sync`" in out
+    assert "critic: add sweetflow/${item.domain}/instructions.py" in out
+    assert "step_pairs: remove sweetflow/gone.py" in out and "assets" not in out
+    assert {line.split(":")[0].strip() for line in out.splitlines() if "add sweetflow/probe.py" in line} == set(entries)
+    assert (pipeline / "dvc.yaml").read_text() == broken  # --check wrote nothing
+
+    assert sync(capsys, pipeline)[0] == 0
+    synced = (pipeline / "dvc.yaml").read_text()
+    assert synced.count("- sweetflow/probe.py\n") == len(entries)
+    assert (
+        "      - sweetflow/rl\n      - sweetflow/${item.domain}/instructions.py\n      - sweetflow/probe.py\n" in synced
+    )
+    code, out = sync(capsys, pipeline)
+    assert code == 0 and "in step" in out and (pipeline / "dvc.yaml").read_text() == synced
+    assert all("sweetflow/probe.py" in s.deps for s in load_stages(pipeline))  # as DVC resolves it
+
+    common.write_text(common.read_text().replace("\nimport sweetflow.probe\n", "", 1))
+    code, out = sync(capsys, pipeline)
+    assert code == 0 and "tasks: remove sweetflow/probe.py" in out
+    line = "\n      - sweetflow/rl\n"
+    back = broken[critic:].replace(line, line + taken.split("  #")[0] + "\n", 1).replace(gone, "", 1)
+    assert (pipeline / "dvc.yaml").read_text() == before[:critic] + back
+
+
+def test_dag_sync_names_a_stage_without_deps(pipeline, capsys):
+    meta = "{resources: {cpus: 1, mem_mb: 1000, gpus: 0, runtime: 1}}"
+    (pipeline / "dvc.yaml").write_text(f"stages:\n  report:\n    cmd: python -m stages.report\n    meta: {meta}\n")
+    code, out = sync(capsys, pipeline)
+    assert code == 2 and "stage 'report' has no deps" in out
 
 
 def test_resources_are_declared_beside_every_stage_and_gpus_only_where_models_run():
