@@ -134,8 +134,8 @@ def prepare(workdir: Path, n_pairs: int, device: str = "auto") -> dict:
     (`device`: where both trainers run, params `device`'s values)."""
     import polars as pl
 
-    from sweetflow.core.params import load_params
     from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
+    from sweetflow.params import load_params
     from sweetflow.rl.sft import demo_chats
 
     params = load_params(ROOT / "params.yaml")
@@ -370,7 +370,8 @@ def worker(mode: str, workdir: Path) -> None:
 
 
 def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute: bool) -> dict:
-    from sweetflow.core.params import TrainerParams, load_params
+    from sweetflow.core.params import TrainerParams
+    from sweetflow.params import load_params
     from sweetflow.rl.logprobs import reference_segment_logps
     from sweetflow.rl.loop import TrainRun
     from sweetflow.rl.loss import PreferenceLoss

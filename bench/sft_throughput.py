@@ -37,9 +37,10 @@ from rich.table import Table
 from torch.utils.data import DataLoader
 
 from sweetflow.core.artifacts import gpus
-from sweetflow.core.params import ModelParams, TrainingParams, load_params
+from sweetflow.core.params import ModelParams, TrainingParams
 from sweetflow.models.checkpoint import resolve_device
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
+from sweetflow.params import load_params
 from sweetflow.rl.loop import TrainRun, lr_at
 from sweetflow.rl.sft import collate, demo_chats, encode_chats, train_sft
 

@@ -18,7 +18,7 @@ import polars as pl
 from sweetflow.core import paths
 from sweetflow.core.domains import domain_module
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import Params
+from sweetflow.params import Params
 
 TURN = pl.Struct(
     {

@@ -20,11 +20,12 @@ import polars as pl
 from tqdm import tqdm
 
 from sweetflow.core.errors import StageFailed
-from sweetflow.core.params import EpisodeParams, Params
+from sweetflow.core.params import EpisodeParams
 from sweetflow.core.secrets import redact
 from sweetflow.core.tables import OUTPUT_CHARS, to_frame
 from sweetflow.dialogue import AGENT, HUMAN, Agent, AgentTurn, ContextOverflow, EpisodeView, Message, final_answer
 from sweetflow.domain import DomainRuntime, Score, get_domain
+from sweetflow.params import Params
 
 
 def episode_seed(seed: int, task_id: str, sample: int) -> int:

@@ -23,10 +23,10 @@ from tqdm import tqdm
 
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import ImportRowError, iter_jsonl
-from sweetflow.core.params import Params
 from sweetflow.core.tables import OUTPUT_CHARS, TURN, to_frame
 from sweetflow.dialogue import AGENT, HUMAN, final_answer
 from sweetflow.domain import DomainRuntime, get_domain
+from sweetflow.params import Params
 from sweetflow.rollout.metrics import COUNTS, summarize_episodes
 
 ROLES = {"assistant": AGENT, "user": HUMAN}

@@ -14,8 +14,9 @@ from typing import Annotated, Union, get_args, get_origin
 import pytest
 from pydantic import BaseModel
 
-from sweetflow.core.params import InputDir, Params, ParamsError, load_params
+from sweetflow.core.params import InputDir, ParamsError
 from sweetflow.dag import code_closure, load_stages, snakemake_inputs, stage_resources, uncovered_code
+from sweetflow.params import Params, load_params
 from tests.support.project import ROOT
 
 STAGES = load_stages(ROOT)
@@ -103,8 +104,10 @@ def test_the_sandbox_worker_is_code_of_every_stage_that_runs_answers():
 
 
 def test_a_domain_stage_loads_only_its_own_domain():
+    """Of another domain's code, only its params: every stage validates params.yaml whole."""
     backend = code_closure("stages.evaluate", ["backend"])
-    assert "sweetflow/backend/domain.py" in backend and not any(p.startswith("sweetflow/frontend") for p in backend)
+    assert "sweetflow/backend/domain.py" in backend and "sweetflow/frontend/params.py" in backend
+    assert [p for p in backend if p.startswith("sweetflow/frontend")] == ["sweetflow/frontend/params.py"]
 
 
 def test_package_init_files_hold_no_code():
