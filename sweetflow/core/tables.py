@@ -18,7 +18,6 @@ import polars as pl
 from sweetflow.core import paths
 from sweetflow.core.domains import domain_module
 from sweetflow.core.errors import InputError
-from sweetflow.params import Params
 
 TURN = pl.Struct(
     {
@@ -104,8 +103,9 @@ class TaskSet:
     metrics: dict = field(default_factory=dict)  # tasks and flagged references by kind, per split
 
 
-def task_builder(domain: str) -> Callable[[Params], TaskSet]:
-    """How `domain` makes its tasks (stage `tasks@<domain>`): `build_tasks` of `sweetflow.<domain>.build`."""
+def task_builder(domain: str) -> Callable[..., TaskSet]:
+    """How `domain` makes its tasks (stage `tasks@<domain>`): `build_tasks(params)` of `sweetflow.<domain>.build`,
+    given the whole of params.yaml (`sweetflow.params.Params`, which core does not import)."""
     return domain_module(domain, "build").build_tasks
 
 
