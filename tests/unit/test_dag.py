@@ -14,7 +14,7 @@ from typing import Annotated, Union, get_args, get_origin
 import pytest
 from pydantic import BaseModel
 
-from sweetflow.core.params import InputDir, ParamsError
+from sweetflow.core.params import DOMAINS, InputDir, ParamsError
 from sweetflow.dag import code_closure, load_stages, snakemake_inputs, stage_resources, uncovered_code
 from sweetflow.params import Params, load_params
 from tests.support.project import ROOT
@@ -248,3 +248,36 @@ def test_evaluate_refuses_an_agent_that_reads_a_checkpoint_it_does_not_depend_on
     (tmp_path / "params.yaml").write_text(text)
     with pytest.raises(ParamsError, match="agent 'served_base' samples from a checkpoint"):
         load_params(tmp_path / "params.yaml")
+
+
+def _domain_name_comparisons(tree: ast.AST) -> list[int]:
+    """Lines that compare with a domain's name (`== "frontend"`, `"backend" in ...`, `match` cases)."""
+    named = set(DOMAINS)
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(isinstance(s, ast.Constant) and s.value in named for s in sides):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.MatchValue) and getattr(node.value, "value", None) in named:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_code_outside_the_domain_packages_branches_on_a_domain_name():
+    """What differs between domains is asked of the domain (its `Domain`, `DomainReport` or params
+    class), so that adding a domain touches no stage, report or learning code."""
+    domain_packages = [ROOT / "sweetflow" / d for d in DOMAINS]
+    files = sorted((ROOT / "sweetflow").rglob("*.py")) + sorted((ROOT / "stages").glob("*.py"))
+    found = {
+        path.relative_to(ROOT).as_posix(): lines
+        for path in files
+        if not any(path.is_relative_to(p) for p in domain_packages)
+        and (lines := _domain_name_comparisons(ast.parse(path.read_text())))
+    }
+    assert found == {}
+
+
+def test_a_branch_on_a_domain_name_is_caught():
+    tree = ast.parse('if "frontend" in params.train_domains:\n    pass\nok = domain == name\n')
+    assert _domain_name_comparisons(tree) == [1]
