@@ -141,9 +141,9 @@ def prepare(workdir: Path, n_pairs: int, device: str = "auto") -> dict:
     params = load_params(ROOT / "params.yaml")
     m, policy = params.backend.model, params.policies["sweet"]
     tasks = pl.read_parquet(TASKS).to_dicts()
-    demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
+    demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue", "max_turns"]).to_dicts()
     max_turns = params.episodes.max_turns
-    corpus = tokenizer_corpus(tasks, demo_chats(tasks, demos, max_turns), max_turns)
+    corpus = tokenizer_corpus(tasks, demo_chats(tasks, demos), max_turns)
     tokenizer = train_tokenizer(corpus, m.vocab_size, max_turns, m.max_length)
     model = build_model(tokenizer, m.hidden_size, m.layers, m.heads, m.max_length, m.seed, m.intermediate_size)
     tokenizer.save_pretrained(workdir / "model")

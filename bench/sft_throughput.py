@@ -95,9 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     params = load_params(ROOT / "params.yaml")
     base = params.backend.model
     tasks = pl.read_parquet(TASKS).to_dicts()
-    demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
+    demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue", "max_turns"]).to_dicts()
     max_turns = params.episodes.max_turns
-    chats = demo_chats(tasks, demos, max_turns)
+    chats = demo_chats(tasks, demos)
     tokenizer = train_tokenizer(tokenizer_corpus(tasks, chats, max_turns), base.vocab_size, max_turns, base.max_length)
     examples, _ = encode_chats(tokenizer, chats[: args.examples], base.max_length)
 

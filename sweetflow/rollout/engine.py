@@ -188,6 +188,7 @@ def _record(ep: Episode, score: Score) -> dict:
         "answered": ep.answered,
         "ended_by": ep.ended_by if ep.failure is None else None,
         "n_turns": len(ep.turns),
+        "max_turns": ep.max_turns,
         "reward": score.reward,
         "success": score.success,
         "score_status": score.status,
