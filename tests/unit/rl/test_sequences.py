@@ -22,7 +22,7 @@ from sweetflow.rl.sequences import (
     successful_chats,
     trajectory_pair_data,
 )
-from sweetflow.views import chat_for, dialogue_view
+from sweetflow.views import chat_for, dialogue_view, policy_instructions
 from tests.support.params import transformers_agent
 
 
@@ -120,6 +120,16 @@ def test_successful_chats_are_the_policy_view_of_reward_1_trajectories(tasks, tr
     chats = successful_chats(tasks, trajectories, 1.0)
     assert len(chats) == int((trajectories["reward"] >= 1.0).sum()) > 0
     assert all("the final answer is" not in chat[0]["content"] for chat in chats)
+
+
+def test_rebuilt_prompts_state_the_limit_each_trajectory_records(tasks, trajectories):
+    """The turn limit in a rebuilt system message is the one the trajectory's agent was told, read
+    from the trajectory itself."""
+    assert set(trajectories["max_turns"]) == {10}
+    three = trajectories.with_columns(max_turns=pl.lit(3, pl.Int32))
+    for frame, limit in ((trajectories, 10), (three, 3)):
+        chats = successful_chats(tasks, frame, 1.0)
+        assert chats and {chat[0]["content"] for chat in chats} == {policy_instructions("backend", limit)}
 
 
 def test_successful_chats_in_the_critics_view_hold_the_reference(tasks, trajectories):
