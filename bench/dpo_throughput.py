@@ -134,16 +134,16 @@ def prepare(workdir: Path, n_pairs: int, device: str = "auto") -> dict:
     (`device`: where both trainers run, params `device`'s values)."""
     import polars as pl
 
-    from sweetflow.core.params import load_params
     from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
+    from sweetflow.params import load_params
     from sweetflow.rl.sft import demo_chats
 
     params = load_params(ROOT / "params.yaml")
     m, policy = params.backend.model, params.policies["sweet"]
     tasks = pl.read_parquet(TASKS).to_dicts()
-    demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
+    demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue", "max_turns"]).to_dicts()
     max_turns = params.episodes.max_turns
-    corpus = tokenizer_corpus(tasks, demo_chats(tasks, demos, max_turns), max_turns)
+    corpus = tokenizer_corpus(tasks, demo_chats(tasks, demos), max_turns)
     tokenizer = train_tokenizer(corpus, m.vocab_size, max_turns, m.max_length)
     model = build_model(tokenizer, m.hidden_size, m.layers, m.heads, m.max_length, m.seed, m.intermediate_size)
     tokenizer.save_pretrained(workdir / "model")
@@ -370,7 +370,8 @@ def worker(mode: str, workdir: Path) -> None:
 
 
 def run_ours(model, tokenizer, pairs: list[dict], s: dict, tmp: Path, precompute: bool) -> dict:
-    from sweetflow.core.params import TrainerParams, load_params
+    from sweetflow.core.params import TrainerParams
+    from sweetflow.params import load_params
     from sweetflow.rl.logprobs import reference_segment_logps
     from sweetflow.rl.loop import TrainRun
     from sweetflow.rl.loss import PreferenceLoss

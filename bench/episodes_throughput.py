@@ -27,10 +27,11 @@ from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references
 from sweetflow.backend.simulators import OpenAIHuman
 from sweetflow.backend.tasks.procedural import generate_tasks
-from sweetflow.core.params import EndpointParams, OpenAIAgentParams, load_params
+from sweetflow.core.params import EndpointParams, OpenAIAgentParams
 from sweetflow.endpoint import ChatClient
 from sweetflow.models.checkpoint import save_checkpoint
 from sweetflow.models.tiny import build_model, train_tokenizer
+from sweetflow.params import load_params
 from sweetflow.rollout.engine import Checkpoint, run_episodes
 
 ROOT = Path(__file__).resolve().parent.parent

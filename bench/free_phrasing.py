@@ -56,9 +56,9 @@ def collect(args: argparse.Namespace) -> None:
     from sweetflow.backend.simulators import ScriptedHuman
     from sweetflow.backend.tasks.families import FAMILIES
     from sweetflow.backend.tasks.procedural import generate_tasks
-    from sweetflow.core.params import load_params
     from sweetflow.models.checkpoint import save_checkpoint
     from sweetflow.models.gguf import packaged_gguf, read_gguf
+    from sweetflow.params import load_params
     from sweetflow.rollout.engine import Checkpoint, run_episodes
 
     params = load_params(ROOT / "params.yaml")

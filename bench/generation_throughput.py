@@ -26,8 +26,8 @@ from rich.console import Console
 from rich.table import Table
 
 from sweetflow.agents.model import open_model_agent
-from sweetflow.core.params import load_params
 from sweetflow.core.tables import read_tasks
+from sweetflow.params import load_params
 from sweetflow.rollout.engine import collect
 
 ROOT = Path(__file__).resolve().parent.parent

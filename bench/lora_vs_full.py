@@ -64,7 +64,7 @@ def train_once(args: argparse.Namespace) -> dict:
         adapt_template(tokenizer, "SmolLM2-135M-Instruct", params.chat_template.date)
     tasks = pl.read_parquet(args.root / "data/backend/tasks/train.parquet").to_dicts()
     demos = pl.read_parquet(args.root / "data/backend/demos/trajectories.parquet").to_dicts()
-    chats = demo_chats(tasks, demos[: args.examples + args.holdout], params.episodes.max_turns)
+    chats = demo_chats(tasks, demos[: args.examples + args.holdout])
     p = params.backend.model.model_copy(update={"epochs": 1})
     train, _ = encode_chats(tokenizer, chats[: args.examples], p.max_length)
     holdout, _ = encode_chats(tokenizer, chats[args.examples :], p.max_length)

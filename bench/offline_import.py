@@ -59,7 +59,7 @@ def import_once(path: Path, sandbox: bool) -> dict:
     from sweetflow.backend.sandbox.pool import Sandbox
     from sweetflow.backend.scoring import check_references
     from sweetflow.backend.tasks.colbench import read_backend_jsonl
-    from sweetflow.core.params import load_params
+    from sweetflow.params import load_params
     from sweetflow.rollout.offline import import_rollout
 
     params = load_params(ROOT / "params.yaml")

@@ -39,8 +39,8 @@ from rich.table import Table
 
 import sweetflow
 from sweetflow.core.inputs import iter_jsonl
-from sweetflow.core.params import load_params
 from sweetflow.frontend.render import RenderPool
+from sweetflow.params import load_params
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROWS = ROOT / "tests" / "data" / "colbench-sample" / "frontend_test_first30.jsonl"

@@ -32,7 +32,7 @@ RESULTS = ROOT / "bench" / "results" / "sandbox_throughput.json"
 ONE_RUN = """
 import hashlib, json, sys, time
 from sweetflow.backend.sandbox.pool import Job, Sandbox
-from sweetflow.core.params import load_params
+from sweetflow.params import load_params
 
 rows_path, repeat, workers, params_path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rows = [json.loads(line) for line in open(rows_path) if line.strip()]

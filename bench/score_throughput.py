@@ -43,11 +43,12 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from sweetflow.backend.params import ScoringRules
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references, extract_code, refused_by_filter
 from sweetflow.backend.tasks.colbench import task_from_row
 from sweetflow.core.inputs import iter_jsonl
-from sweetflow.core.params import ScoringRules, load_params
+from sweetflow.params import load_params
 from sweetflow.scorefile import score_file
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -37,9 +37,10 @@ from rich.table import Table
 from torch.utils.data import DataLoader
 
 from sweetflow.core.artifacts import gpus
-from sweetflow.core.params import ModelParams, TrainingParams, load_params
+from sweetflow.core.params import ModelParams, TrainingParams
 from sweetflow.models.checkpoint import resolve_device
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
+from sweetflow.params import load_params
 from sweetflow.rl.loop import TrainRun, lr_at
 from sweetflow.rl.sft import collate, demo_chats, encode_chats, train_sft
 
@@ -94,9 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     params = load_params(ROOT / "params.yaml")
     base = params.backend.model
     tasks = pl.read_parquet(TASKS).to_dicts()
-    demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue"]).to_dicts()
+    demos = pl.read_parquet(DEMOS, columns=["task_id", "seed", "dialogue", "max_turns"]).to_dicts()
     max_turns = params.episodes.max_turns
-    chats = demo_chats(tasks, demos, max_turns)
+    chats = demo_chats(tasks, demos)
     tokenizer = train_tokenizer(tokenizer_corpus(tasks, chats, max_turns), base.vocab_size, max_turns, base.max_length)
     examples, _ = encode_chats(tokenizer, chats[: args.examples], base.max_length)
 

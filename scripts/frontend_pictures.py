@@ -18,9 +18,9 @@ from pathlib import Path
 import polars as pl
 from PIL import Image, ImageDraw
 
-from sweetflow.core.params import load_params
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.simulators import page_snippet
+from sweetflow.params import load_params
 from sweetflow.report.episodes import read_episodes
 
 PANEL_WIDTH = 640

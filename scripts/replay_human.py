@@ -22,9 +22,9 @@ from tqdm import tqdm
 
 from sweetflow.backend.diagnosis import label_candidates
 from sweetflow.backend.simulators import ScriptedHuman, changed_replies
-from sweetflow.core.params import load_params
 from sweetflow.core.tables import read_parquet
 from sweetflow.dialogue import final_answer
+from sweetflow.params import load_params
 from sweetflow.rl.critic_check import SEPARATOR
 
 

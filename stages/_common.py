@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from sweetflow.core import paths, reproducibility
 from sweetflow.core.definition import Definition, definition
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import DOMAINS, AgentParams, Params, load_params, section_of
+from sweetflow.core.params import DOMAINS, AgentParams, section_of
+from sweetflow.params import Params, load_params
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from sweetflow.agents.model import served_records
 from sweetflow.core import paths
 from sweetflow.core.artifacts import checkpoint_path, stage_output
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import ModelAgentParams, Params
+from sweetflow.core.params import ModelAgentParams
 from sweetflow.core.tables import read_tasks
 from sweetflow.domain import get_domain
+from sweetflow.params import Params
 from sweetflow.rollout.engine import collect
 from sweetflow.rollout.metrics import over_seeds, summarize_episodes
 

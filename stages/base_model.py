@@ -44,7 +44,7 @@ from sweetflow.core import paths
 from sweetflow.core.artifacts import stage_output, write_json
 from sweetflow.core.errors import run_stage
 from sweetflow.core.params import ModelParams, TrainingParams
-from sweetflow.core.tables import read_tasks
+from sweetflow.core.tables import read_tasks, turn_limit
 from sweetflow.models.checkpoint import (
     adapt_template,
     load_checkpoint,
@@ -82,24 +82,27 @@ class Demonstrations:
     demos: list[dict]
     chats: list[list[dict]]
     files: list[Path]  # what they were read from: the output's inputs
+    max_turns: int  # the turn limit the demonstrations record: the tiny model's chat template elides its prompts
 
 
 def demonstrations(stage: Stage) -> Demonstrations:
     domain = stage.domain
     tasks_file, demos_file = paths.task_table(domain, "train"), paths.trajectories(domain, "demos")
-    demos = pl.read_parquet(demos_file, columns=["task_id", "seed", "dialogue"]).to_dicts()
+    frame = pl.read_parquet(demos_file, columns=["task_id", "seed", "dialogue", "max_turns"])
+    demos = frame.to_dicts()
     # The demonstrated tasks only: a larger task pool for the offline data (demos.max_tasks) leaves the
     # tokenizer, the held-out split and so the base model as they are.
     demonstrated = {d["task_id"] for d in demos}
     tasks = [t for t in read_tasks(domain, "train") if t["task_id"] in demonstrated]
-    max_turns = stage.params.episodes.max_turns  # the turn limit the demonstrations' prompts state
-    return Demonstrations(tasks, demos, demo_chats(tasks, demos, max_turns), [tasks_file, demos_file])
+    return Demonstrations(
+        tasks, demos, demo_chats(tasks, demos), [tasks_file, demos_file], turn_limit(frame, demos_file)
+    )
 
 
 def build_tiny(p: ModelParams, engine: TrainingParams, stage: Stage) -> None:
     shown = demonstrations(stage)
-    corpus = tokenizer_corpus(shown.tasks, shown.chats, stage.params.episodes.max_turns)
-    tokenizer = train_tokenizer(corpus, p.vocab_size, stage.params.episodes.max_turns, p.max_length, p.pre_tokenizer)
+    corpus = tokenizer_corpus(shown.tasks, shown.chats, shown.max_turns)
+    tokenizer = train_tokenizer(corpus, p.vocab_size, shown.max_turns, p.max_length, p.pre_tokenizer)
     model = build_model(tokenizer, p.hidden_size, p.layers, p.heads, p.max_length, p.seed, p.intermediate_size)
     warm_start(model, tokenizer, shown, p, engine, stage, shown.files)
 

@@ -40,9 +40,7 @@ def main() -> None:
     inputs = [tasks_file, rollout] + ([policy.checkpoint] if policy.checkpoint else [])
     with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed, stage.metrics) as out:
         with open_model_agent(policy) as agent:
-            candidates, failed = generate_candidates(
-                agent, tasks, trajectories, states, p.n, p.seed, max_turns=stage.params.episodes.max_turns
-            )
+            candidates, failed = generate_candidates(agent, tasks, trajectories, states, p.n, p.seed)
         out.served.update(served_records({"candidates.policy": policy}, out.inputs))
         states.write_parquet(out.dir / "states.parquet")
         candidates.write_parquet(out.dir / "candidates.parquet")

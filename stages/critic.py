@@ -52,7 +52,6 @@ def main() -> None:
     stage = begin("critic", __doc__, item="critics")
     domain, name = stage.domain, stage.item
     p, engine = stage.params.critics[name], stage.params.training
-    max_turns = stage.params.episodes.max_turns  # the turn limit the policy's prompts state
     launch(engine)
 
     # Inputs: the training tasks, their rollouts and pairs, and the base model.
@@ -72,7 +71,7 @@ def main() -> None:
     warmup, kept_reference = {}, tempfile.TemporaryDirectory()
     if p.warmup_epochs:
         kept = trajectories.filter(~is_held)
-        chats = successful_chats(tasks, kept, p.warmup_min_reward, p.training_info, max_turns=max_turns)
+        chats = successful_chats(tasks, kept, p.warmup_min_reward, p.training_info)
         examples, _ = encode_chats(tokenizer, chats, context_length(tokenizer, model.config))
         with tempfile.TemporaryDirectory() as log_dir:  # its summary goes into the critic's metrics
             trainer = p.model_copy(update={"epochs": p.warmup_epochs, "learning_rate": p.warmup_learning_rate})
@@ -94,7 +93,6 @@ def main() -> None:
         p=p,
         engine=engine,
         pad=pad,
-        max_turns=max_turns,
     )
     train, keys, dropped = read(pairs.filter(~is_held))
     if train is None:
@@ -166,7 +164,6 @@ def critic_pairs(
     p: CriticParams,
     engine: TrainingParams,
     pad: int,
-    max_turns: int,
 ) -> tuple[ScoredPairs | None, list, int]:
     """The pairs of `part` in the critic's view, one segment per agent turn (or one for all), with
     `model`'s log-probs of their sequences as the reference (None: no pair fits); their keys, and how many
@@ -180,7 +177,6 @@ def critic_pairs(
         p.training_info,
         scoring,
         context_length(tokenizer, model.config),
-        max_turns=max_turns,
     )
     if p.nll_span == "dialogue" and data.sequences:
         data = data.with_context_segment()

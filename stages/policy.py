@@ -51,11 +51,10 @@ def main() -> None:
     base, tokenizer = load_checkpoint(base_dir, resolve_device(params.device))  # the reference pass's device
     pad = pad_id(tokenizer)
     max_length = context_length(tokenizer, base.config)
-    max_turns = stage.params.episodes.max_turns  # the turn limit the policy's prompts state
     inputs = [tasks_file, rollout, base_dir]
     if p.method == "rft":
         min_reward = p.min_reward[domain]
-        chats = successful_chats(tasks, trajectories, min_reward, max_turns=max_turns)
+        chats = successful_chats(tasks, trajectories, min_reward)
         examples, cut = encode_chats(tokenizer, chats, max_length)
         if not examples:
             raise InputError(f"{rollout}: no trajectory reaches reward {min_reward}: nothing for RFT to imitate")
@@ -77,7 +76,6 @@ def main() -> None:
                 False,
                 "all",
                 max_length,
-                max_turns=max_turns,
             )
         else:
             candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
@@ -90,7 +88,6 @@ def main() -> None:
                 pl.read_parquet(candidates_file),
                 pl.read_parquet(step_file),
                 max_length,
-                max_turns=max_turns,
             )
         if not pair_data.pairs:
             raise InputError(f"{inputs[-1]}: no preference pair to train on")

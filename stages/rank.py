@@ -57,7 +57,6 @@ def main() -> None:
         candidates,
         critic_params.training_info,
         context_length(tokenizer, critic.config),
-        max_turns=stage.params.episodes.max_turns,
     )
     fits = [s is not None for s in sequences]
     kept = candidates.filter(pl.Series(fits, dtype=pl.Boolean))

@@ -31,7 +31,8 @@ def parser_params(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_params(args: argparse.Namespace) -> int:
-    from sweetflow.core.params import describe_params, load_params
+    from sweetflow.core.params import describe_params
+    from sweetflow.params import load_params
 
     params = load_params(args.file)
     table = Table("key", "value", "description", title=f"effective parameters ({args.file})")
@@ -137,8 +138,9 @@ def parser_score(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from sweetflow.backend.params import ScoringRules
     from sweetflow.backend.tasks.table import stored_references
-    from sweetflow.core.params import ScoringRules, load_params
+    from sweetflow.params import load_params
     from sweetflow.scorefile import score_file
 
     if args.metric == "clip" and args.clip_checkpoint is None:
@@ -199,7 +201,7 @@ def parser_view(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from sweetflow.core.params import load_params
+    from sweetflow.params import load_params
     from sweetflow.report.site import write_view_site
 
     for path in (args.trajectories, args.tasks):
@@ -377,8 +379,8 @@ def parser_tune(sub: argparse._SubParsersAction) -> None:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from sweetflow import experiments, tuning
-    from sweetflow.core.params import load_params
     from sweetflow.domain import get_domain
+    from sweetflow.params import load_params
 
     # On an experiment file, its own policies: it may change a method or define a policy.
     params = experiments.experiment_params(args.overlay, args.params) if args.overlay else load_params(args.params)

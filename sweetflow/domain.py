@@ -29,19 +29,13 @@ from pathlib import Path
 import polars as pl
 
 from sweetflow.agents.model import open_model_agent
+from sweetflow.backend.params import SandboxParams, ScoringRules
 from sweetflow.core.domains import domain_module
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import (
-    AgentParams,
-    NoAskAgentParams,
-    Params,
-    RenderParams,
-    SandboxParams,
-    ScoringRules,
-    ScriptedAgentParams,
-    SimilarityParams,
-)
+from sweetflow.core.params import AgentParams, NoAskAgentParams, ScriptedAgentParams
 from sweetflow.dialogue import Agent
+from sweetflow.frontend.params import RenderParams, SimilarityParams
+from sweetflow.params import Params
 
 
 @dataclass

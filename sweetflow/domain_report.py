@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from sweetflow.core.domains import domain_module
-from sweetflow.core.params import Params
+from sweetflow.params import Params
 
 NOT_COMPLETED = "not completed"  # the outcome of an episode that failed or was not scored
 

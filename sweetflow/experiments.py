@@ -26,7 +26,8 @@ from pydantic import ValidationError
 
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import read_yaml
-from sweetflow.core.params import PARAMS_FILE, Params, load_params
+from sweetflow.core.params import PARAMS_FILE
+from sweetflow.params import Params, load_params
 from sweetflow.tuning import params_key, read_choices
 
 

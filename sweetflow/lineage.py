@@ -18,7 +18,8 @@ from pydantic import BaseModel
 from sweetflow.core import paths
 from sweetflow.core.artifacts import MANIFEST, content_hash
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import ParamsError, load_params, section_of
+from sweetflow.core.params import ParamsError, section_of
+from sweetflow.params import load_params
 
 
 @dataclass

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sweetflow.backend.params import SandboxParams, ScoringRules
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import RenderParams, SandboxParams, ScoringRules, SimilarityParams
 from sweetflow.domain import FileScoring, get_domain
+from sweetflow.frontend.params import RenderParams, SimilarityParams
 
 
 def check_writable(out: Path) -> None:

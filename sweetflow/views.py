@@ -7,7 +7,7 @@
 - `chat_for(view, reference)`: the same, or with `reference` the critic's view: the training-time
   information (the reference solution) written into the system message (SWEET-RL step 3).
 - `dialogue_view(task, dialogue, max_turns)`: a recorded dialogue (a trajectory's, or a prefix of
-  it) as the view an agent had.
+  it) as the view an agent had, in an episode of the turn limit the trajectory records.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ Training-time information, which the person has and the assistant does not: the 
 
 def dialogue_view(task: dict, dialogue: list[dict], max_turns: int, seed: int = 0) -> EpisodeView:
     """An episode view of a recorded dialogue (a trajectory's, or a prefix of it), in the task's
-    domain, of an episode of at most `max_turns` turns (`episodes.max_turns`)."""
+    domain, of an episode of at most `max_turns` turns: the limit the trajectory records (its
+    `max_turns` column), which the rebuilt instructions state as the agent was told it."""
     messages = [Message(turn["role"], turn["content"]) for turn in dialogue]
     domain = task.get("domain", "backend")
     return EpisodeView(task["task_id"], task["problem_description"], messages, seed, domain=domain, max_turns=max_turns)

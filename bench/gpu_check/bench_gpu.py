@@ -185,7 +185,8 @@ class Bench:
         from accelerate.state import AcceleratorState
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
-        from sweetflow.core.params import TrainerParams, load_params
+        from sweetflow.core.params import TrainerParams
+        from sweetflow.params import load_params
         from sweetflow.rl.logprobs import reference_segment_logps
         from sweetflow.rl.loop import TrainRun
         from sweetflow.rl.loss import PreferenceLoss

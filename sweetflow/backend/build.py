@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sweetflow.backend.params import TasksParams
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import FLAGS, check_references
 from sweetflow.backend.tasks import colbench, llm, procedural
 from sweetflow.backend.tasks.table import CHECKED_SCHEMA, to_frame
 from sweetflow.core.errors import StageFailed
-from sweetflow.core.params import Params, TasksParams
 from sweetflow.core.tables import TaskSet, flag_counts, split_off_validation
+from sweetflow.params import Params
 
 
 def build_tasks(params: Params) -> TaskSet:

@@ -12,15 +12,17 @@ import polars as pl
 
 from sweetflow.backend.agents import NoAsk, ScriptedExpert
 from sweetflow.backend.diagnosis import failure_breakdown, label_candidates
+from sweetflow.backend.params import ScoringRules
 from sweetflow.backend.report import REPORT
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scorefile import score_backend_file
 from sweetflow.backend.scoring import score_answers
 from sweetflow.backend.simulators import ScriptedHuman, make_human
 from sweetflow.backend.tasks.colbench import task_from_row, task_id_of
-from sweetflow.core.params import NoAskAgentParams, Params, ScoringRules, ScriptedAgentParams
+from sweetflow.core.params import NoAskAgentParams, ScriptedAgentParams
 from sweetflow.dialogue import Agent
 from sweetflow.domain import Domain, DomainRuntime, FileScoring, Score
+from sweetflow.params import Params
 
 
 class Backend(Domain):

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import polars as pl
 
+from sweetflow.backend.params import SandboxParams, ScoringRules
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import ReferenceCheck, check_references, score_answers, summarize
 from sweetflow.backend.tasks.colbench import task_from_row
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import ImportRowError, iter_jsonl
-from sweetflow.core.params import SandboxParams, ScoringRules
 
 
 def read_trajectories(path: Path | str) -> tuple[list[dict], list[str], list[int]]:

@@ -11,10 +11,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from sweetflow.backend.params import ScoringRules
 from sweetflow.backend.sandbox import plaindata
 from sweetflow.backend.sandbox.pool import Job, Sandbox
 from sweetflow.backend.verdict import COMPARISON_ERRORS, passes_test
-from sweetflow.core.params import ScoringRules
 
 # Strings for which ColBench's evaluator scores a piece of code 0 without running it (docs/benchmark.md).
 # The sandbox contains such code, so answers are filtered only when ScoringRules.answer_filter says so;

@@ -1,4 +1,5 @@
-"""Every knob of the pipeline: one pydantic model per section of `params.yaml`.
+"""Every knob of the pipeline: one pydantic model per section of `params.yaml`, but a domain's own
+(`sweetflow.<domain>.params`, on the bases here; `sweetflow.params` puts the whole file together).
 
 params.yaml holds every value; these models hold the types, the bounds and what each knob does
 (no defaults: a value lives in one place, and a key missing from params.yaml is an error, as is an
@@ -12,7 +13,7 @@ import datetime
 import reprlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -22,14 +23,7 @@ from sweetflow.core.inputs import read_yaml
 PARAMS_FILE = Path("params.yaml")
 Domain = Literal["backend", "frontend"]
 DOMAINS: tuple[str, ...] = ("backend", "frontend")
-
-
-@dataclass(frozen=True)
-class ScoringRules:
-    """Which of ColBench's evaluator's behaviours backend scoring follows (BackendScoringParams)."""
-
-    answer_filter: bool = False
-    function_namespace: bool = False
+ParamsModel = TypeVar("ParamsModel", bound=BaseModel)
 
 
 class Section(BaseModel):
@@ -72,25 +66,6 @@ ClipModel = input_path(CLIP_MODELS)
 AccelerateConfig = Annotated[str, ACCELERATE, AfterValidator(lambda value: str(ACCELERATE(Path(value))))]
 
 
-class SandboxParams(Section):
-    """Limits for executing untrusted code (ColBench: 1 s per call)."""
-
-    workers: int = Field(ge=0, description="Worker processes; 0 means one per CPU core.")
-    call_timeout_s: float = Field(gt=0, description="Time limit of one test call (ColBench: 1 s).")
-    task_timeout_s: float = Field(gt=0, description="Wall-clock bound for one answer and all its test calls.")
-    cpu_s: int = Field(ge=1, description="CPU-seconds limit (RLIMIT_CPU) of one answer's process.")
-    memory_mb: int = Field(ge=64, description="Address-space limit (RLIMIT_AS) of one answer's process, MiB.")
-    file_size_mb: int = Field(ge=0, description="Largest file an answer may write in its temporary directory, MiB.")
-    open_files: int = Field(ge=8, description="Open file descriptors allowed to an answer (RLIMIT_NOFILE).")
-    max_output_bytes: int = Field(ge=1024, description="Most bytes of encoded outputs accepted from one answer.")
-    run_without_walls: bool = Field(
-        description="Where the sandbox cannot put up its walls (no network, an empty root holding only Python's "
-        "standard library, site-packages and system libraries, a private /tmp, no other process in sight), as it can "
-        "as root or with unprivileged user namespaces, run untrusted code anyway, with a warning. false: the stage "
-        "refuses to start, and says why."
-    )
-
-
 class EndpointParams(Section):
     """An OpenAI-compatible chat endpoint: vLLM, `transformers serve`, or a hosted API."""
 
@@ -113,69 +88,6 @@ class EndpointParams(Section):
     concurrency: int = Field(ge=1, description="Requests in flight at once.")
 
 
-class LlmTasksParams(Section):
-    """Tasks written by an LLM from passages of a local text corpus (tasks.source 'llm')."""
-
-    endpoint: EndpointParams = Field(description="The endpoint of the model that writes the tasks.")
-    corpus: SourceFile = Field(
-        description="A local text file under data/sources/; its paragraphs are the passages the tasks start from."
-    )
-    temperature: float = Field(ge=0, description="Sampling temperature of the writer.")
-    max_new_tokens: int = Field(ge=64, description="Most tokens of one written task.")
-    max_requests: int = Field(ge=1, description="Give up after this many requests in a split.")
-
-
-VAL_DESCRIPTION = (
-    "Validation tasks: drawn like training tasks (procedural, llm: n_train + n_val are made; colbench: the last n_val "
-    "rows of the train file), never demonstrated or rolled out. Every choice of hyperparameter, early stopping and "
-    "calibration is made on them (stage `validate`); the test split is read only by the final evaluations."
-)
-
-
-class TasksParams(Section):
-    """Backend task generation or import (stage `tasks`)."""
-
-    source: Literal["procedural", "colbench", "llm"] = Field(
-        description="'procedural': generate offline tasks by seed; 'colbench': import official ColBench JSONL files; "
-        "'llm': have an LLM write them from a local corpus (see `llm`)."
-    )
-    seed: int = Field(description="Seed of the procedural generator.")
-    test_seed: int | None = Field(
-        description="Seed of the procedural test split alone; null: `seed`. Another value draws fresh test "
-        "tasks beside "
-        "the same training and validation tasks, so `dvc exp run -S <domain>.tasks.test_seed=1` reruns only the "
-        "evaluations, of the same checkpoints."
-    )
-    n_train: int = Field(
-        ge=0, le=10_000, description="Training tasks to generate (procedural or llm; procedural capacity 10,000)."
-    )
-    n_test: int = Field(
-        ge=1, le=1_000, description="Test tasks to generate (procedural or llm; procedural capacity 1,000)."
-    )
-    n_val: int = Field(ge=0, le=2_000, description=VAL_DESCRIPTION)
-    families: list[str] | None = Field(description="Restrict generation to these families; null means all.")
-    colbench_train: SourceFile | None = Field(
-        description="Official backend train JSONL under data/sources/, for source 'colbench'."
-    )
-    colbench_test: SourceFile | None = Field(
-        description="Official backend test JSONL under data/sources/, for source 'colbench'."
-    )
-    colbench_test_rows: int = Field(
-        ge=1, description="Use the first N rows of the test file (the official test set is the first 1,000)."
-    )
-    llm: LlmTasksParams | None = Field(description="For source 'llm': the writer model and the corpus.")
-
-    @model_validator(mode="after")
-    def _source_needs_its_inputs(self) -> TasksParams:
-        if self.source == "colbench" and self.colbench_test is None:
-            raise ValueError("source 'colbench' needs colbench_test (path to the official backend test JSONL)")
-        if self.source == "llm" and self.llm is None:
-            raise ValueError("source 'llm' needs llm (endpoint and corpus)")
-        if self.source != "procedural" and self.test_seed is not None:
-            raise ValueError(f"test_seed draws procedural test tasks: source '{self.source}' has none to draw")
-        return self
-
-
 class ServedBackend(Section):
     """A section whose backend 'openai' talks to the endpoint it names."""
 
@@ -184,21 +96,6 @@ class ServedBackend(Section):
         if self.backend == "openai" and self.endpoint is None:
             raise ValueError("backend 'openai' needs an endpoint (base_url, model, api_key_env, ...)")
         return self
-
-
-class SimulatorParams(ServedBackend):
-    """The simulated human of backend tasks: it knows the hidden facts and answers the agent's questions."""
-
-    backend: Literal["scripted", "openai"] = Field(
-        description="'scripted': offline, answers from the hidden facts; 'openai': an LLM plays the human."
-    )
-    max_reply_chars: int = Field(ge=1, description="Replies are cut to this many characters (ColBench: 400).")
-    max_facts: int = Field(ge=1, description="Scripted: most facts given in one reply.")
-    match_threshold: float = Field(
-        gt=0, le=1, description="Scripted: share of a fact's topic words a question must contain to get the fact."
-    )
-    max_new_tokens: int = Field(ge=1, description="Backend 'openai': most tokens generated per reply.")
-    endpoint: EndpointParams | None = Field(description="Backend 'openai': the endpoint serving the simulator model.")
 
 
 # --- agents: one model per backend, told apart by `backend` ------------------------------------------
@@ -641,77 +538,20 @@ class EvaluateParams(Section):
     )
 
 
-class RenderParams(Section):
-    """Rendering HTML pages to screenshots (frontend tasks): headless Chromium, fully offline."""
+# --- what every domain's params share (each domain's own are `sweetflow.<domain>.params`) ---------
 
-    pages: int = Field(ge=1, description="Browser pages rendering at once; one browser serves them all.")
-    viewport_width: int = Field(ge=64, description="Viewport width in CSS pixels; every screenshot has this width.")
-    viewport_height: int = Field(
-        ge=64, description="Viewport height in CSS pixels; the least screenshot height (pages are shot full length)."
-    )
-    max_height: int = Field(
-        ge=64, description="Full-page screenshots are cut to this height, so that a huge page cannot exhaust memory."
-    )
-    timeout_s: float = Field(
-        gt=0,
-        description="Time limit of one page (load and screenshot); a page over it, or whose renderer crashes, "
-        "has no screenshot.",
-    )
-    js_heap_mb: int = Field(
-        ge=16,
-        description="V8 heap limit of a renderer, MiB: a page that allocates without bound crashes its "
-        "renderer quickly.",
-    )
-    tailwind_css: Path = Field(
-        description="Local copy of tailwindcss@2.2.19 dist/tailwind.min.css (scripts/setup.sh fetches it), served for "
-        "the CDN link of every page."
-    )
-    tailwind_subset: bool = Field(
-        description="Serve each page only the Tailwind rules its markup can use, picked as Tailwind's purge picks them "
-        "(the same pixels; rendering twice as fast); false serves the whole stylesheet."
-    )
-    chromium: Path = Field(description="The Chromium executable (Debian's package).")
+VAL_DESCRIPTION = (
+    "Validation tasks: drawn like training tasks (procedural, llm: n_train + n_val are made; colbench: the last n_val "
+    "rows of the train file), never demonstrated or rolled out. Every choice of hyperparameter, early stopping and "
+    "calibration is made on them (stage `validate`); the test split is read only by the final evaluations."
+)
 
 
-class SimilarityParams(Section):
-    """The frontend reward: visual similarity of an answer's screenshot to the target's. A method's win
-    rate is the share of tasks where its page is closer to the target than the page made from the
-    description alone (the `no_ask` designer's; the paper's reference is GPT-4o's page); a tie is half a win."""
+class ProceduralTasksParams(Section):
+    """A domain's tasks (stage `tasks@<domain>`): generated by seed ('procedural'), or imported. Each
+    domain narrows `source` to the sources it knows and adds their knobs."""
 
-    metric: Literal["pixels", "clip"] = Field(
-        description="'pixels': an offline perceptual similarity needing no weights (not comparable with the paper's "
-        "numbers); 'clip': cosine similarity of CLIP image embeddings (paper: ViT-B/32), from `clip_checkpoint`."
-    )
-    clip_checkpoint: ClipModel | None = Field(
-        description="Metric 'clip': directory of a local CLIP checkpoint (model and image processor) under "
-        "models/clip/; "
-        "nothing is downloaded."
-    )
-    batch_size: int = Field(ge=1, description="Metric 'clip': images embedded per forward pass.")
-    win_metric: Literal["design", "similarity"] = Field(
-        description="What decides a win against the description's page (`win_rate`): 'design' (the default), the "
-        "design metric of `sweetflow.frontend.design`: the screenshot's pixels, the page's words and its sections in "
-        "order, which a blank or one-colour page lacks; chosen on properties alone: the target scores 1, and on "
-        "held-out generated tasks the description's page beats a blank or one-colour page on 100% of them and "
-        "another task's target on 93% (docs/benchmark.md). 'similarity': the `metric` above, as before (with "
-        "'pixels' a constant gray page beat the description's page on 62% of tasks). Both are reported either way."
-    )
-
-    @model_validator(mode="after")
-    def _clip_needs_checkpoint(self) -> SimilarityParams:
-        if self.metric == "clip" and self.clip_checkpoint is None:
-            raise ValueError("metric 'clip' needs clip_checkpoint (a local directory with a CLIP model)")
-        return self
-
-
-class FrontendTasksParams(Section):
-    """Frontend design tasks: generated offline (Tailwind pages of many site types) or imported from ColBench."""
-
-    source: Literal["procedural", "colbench"] = Field(
-        description="'procedural': generate pages and their vague descriptions by seed; 'colbench': import the "
-        "official "
-        "frontend JSONL files (problem_description, ground_truth)."
-    )
+    source: str = Field(description="Where the tasks come from; 'procedural': generated offline by seed.")
     seed: int = Field(description="Seed of the procedural generator.")
     test_seed: int | None = Field(
         description="Seed of the procedural test split alone; null: `seed`. Another value draws fresh test "
@@ -722,103 +562,29 @@ class FrontendTasksParams(Section):
     n_train: int = Field(
         ge=0,
         le=10_000,
-        description="Training tasks to generate (procedural capacity 10,000); needed when the frontend is in "
+        description="Training tasks to generate (procedural capacity 10,000); needed when the domain is in "
         "train_domains.",
     )
-    n_test: int = Field(
-        ge=1, le=500, description="Test tasks to generate (procedural capacity 500; ColBench's test set has 500)."
-    )
+    n_test: int = Field(ge=1, description="Test tasks to generate.")
     n_val: int = Field(ge=0, le=2_000, description=VAL_DESCRIPTION)
-    colbench_train: SourceFile | None = Field(
-        description="Official frontend train JSONL under data/sources/, for source 'colbench'."
-    )
-    colbench_test: SourceFile | None = Field(
-        description="Official frontend test JSONL under data/sources/, for source 'colbench'."
-    )
-    colbench_test_rows: int = Field(
-        ge=1, description="Use the first N rows of the test file (the official test set is 500)."
-    )
 
     @model_validator(mode="after")
-    def _colbench_needs_test_file(self) -> FrontendTasksParams:
-        if self.source == "colbench" and self.colbench_test is None:
-            raise ValueError("source 'colbench' needs colbench_test (path to the official frontend test JSONL)")
+    def _test_seed_is_procedural(self) -> ProceduralTasksParams:
         if self.source != "procedural" and self.test_seed is not None:
             raise ValueError(f"test_seed draws procedural test tasks: source '{self.source}' has none to draw")
         return self
 
 
-class DesignSimulatorParams(ServedBackend):
-    """The simulated human of frontend design tasks: it compares the agent's page with the target."""
+class DomainParams(Section):
+    """One domain's section of params.yaml. Each domain has the same four sections, so that a stage of
+    either declares the same params keys; each narrows the first three to its own classes."""
 
-    backend: Literal["scripted", "openai"] = Field(
-        description="'scripted': offline, names the most outstanding differences read from both pages' HTML; 'openai': "
-        "a vision-language model is shown screenshots of both pages (needs the renderer)."
-    )
-    max_differences: int = Field(
-        ge=1, description="Scripted: most differences named in one reply (whole sentences, most outstanding first)."
-    )
-    max_reply_chars: int = Field(ge=1, description="Replies are cut to this many characters (ColBench: 1,000).")
-    max_new_tokens: int = Field(ge=1, description="Backend 'openai': most tokens generated per reply.")
-    endpoint: EndpointParams | None = Field(
-        description="Backend 'openai': the endpoint serving the vision-language model."
-    )
-
-
-class FrontendScoringParams(Section):
-    """How frontend answers are scored: rendered offline, then compared with the target's screenshot."""
-
-    render: RenderParams = Field(description=RenderParams.__doc__)
-    similarity: SimilarityParams = Field(description=SimilarityParams.__doc__)
-
-
-class BackendScoringParams(SandboxParams):
-    """How backend answers are scored: ColBench's test rule, run in the sandbox with these limits."""
-
-    answer_filter: Literal["auto", "always", "never"] = Field(
-        description="ColBench's evaluator scores 0, without running it, an answer whose code contains 'import os', "
-        "'from os', 'import sys', 'from sys', 'sudo', 'transformers', 'exit(', 'quit(' or 'argparse'. The sandbox "
-        "does not need it; 'auto' turns it on for tasks.source 'colbench', so that scores compare with published ones."
-    )
-    namespace: Literal["auto", "module", "function"] = Field(
-        description="Where an answer's top-level names live. 'module': one namespace, as when a file is run. "
-        "'function': ColBench's evaluator execs the code inside a function, so a top-level import or helper lands "
-        "in locals the answer's function cannot see (NameError, the test fails). 'auto': 'function' for "
-        "tasks.source 'colbench', else 'module'."
-    )
-
-
-# Each domain has the same four sections, so that a stage of either declares the same params keys.
-class BackendParams(Section):
-    """Backend programming (ColBench): a Python function, checked by hidden unit tests run in the sandbox."""
-
-    tasks: TasksParams = Field(description=TasksParams.__doc__)
-    simulator: SimulatorParams = Field(description=SimulatorParams.__doc__)
-    scoring: BackendScoringParams = Field(description=BackendScoringParams.__doc__)
+    tasks: ProceduralTasksParams = Field(description=ProceduralTasksParams.__doc__)
+    simulator: ServedBackend = Field(description="The simulated human.")
+    scoring: Section = Field(description="How the domain's answers are scored.")
     model: ModelParams = Field(description=ModelParams.__doc__)
 
-    # Official trajectories (rollout.source 'import') are ColBench backend rows: this domain reads them.
-    imports_trajectories: ClassVar[bool] = True
-
-    def scoring_rules(self) -> ScoringRules:
-        """The scoring options with 'auto' resolved against the task source."""
-        official = self.tasks.source == "colbench"
-        s = self.scoring
-        return ScoringRules(
-            answer_filter=s.answer_filter == "always" or (s.answer_filter == "auto" and official),
-            function_namespace=s.namespace == "function" or (s.namespace == "auto" and official),
-        )
-
-
-class FrontendParams(Section):
-    """Frontend design (ColBench): a Tailwind page, rewarded by the visual similarity of its screenshot to the "
-    "target's."""
-
-    tasks: FrontendTasksParams = Field(description=FrontendTasksParams.__doc__)
-    simulator: DesignSimulatorParams = Field(description=DesignSimulatorParams.__doc__)
-    scoring: FrontendScoringParams = Field(description=FrontendScoringParams.__doc__)
-    model: ModelParams = Field(description=ModelParams.__doc__)
-
+    # Whether official trajectories (rollout.source 'import', ColBench rows) are this domain's to read.
     imports_trajectories: ClassVar[bool] = False
 
 
@@ -831,115 +597,6 @@ class ChatTemplateParams(Section):
         "into every prompt, pinned so that no render depends on the day a stage runs (YYYY-MM-DD). The adopted "
         "checkpoint's manifest records it. Quoted in params.yaml: DVC reads no YAML dates."
     )
-
-
-class Params(Section):
-    """The whole of params.yaml."""
-
-    train_domains: list[Domain] = Field(
-        description="Domains that go through the trained chain (demonstrations, base model, rollouts, critics, "
-        "policies and their evaluations). Both domains always get their tasks and the reference agents' evaluations."
-    )
-    backend: BackendParams = Field(description=BackendParams.__doc__)
-    frontend: FrontendParams = Field(description=FrontendParams.__doc__)
-    agents: dict[str, AgentParams] = Field(
-        description="Named agents; rollouts and evaluations refer to them by name. A scripted or no_ask agent plays "
-        "each domain's own part (asking for facts, or applying named differences to a page)."
-    )
-    episodes: EpisodeParams = Field(description=EpisodeParams.__doc__)
-    demos: RolloutParams = Field(
-        description="Scripted demonstrations that warm-start a tiny base policy (stage `demos@<domain>`)."
-    )
-    rollout: OfflineDataParams = Field(description=OfflineDataParams.__doc__)
-    pairs: PairsParams = Field(description=PairsParams.__doc__)
-    training: TrainingParams = Field(description=TrainingParams.__doc__)
-    critics: dict[str, CriticParams] = Field(
-        description="SWEET-RL critics, one stage `critic@<domain>-<name>` each (with and without training-time "
-        "information)."
-    )
-    candidates: CandidatesParams = Field(description=CandidatesParams.__doc__)
-    rank: RankParams = Field(description=RankParams.__doc__)
-    step_pairs: StepPairsParams = Field(description=StepPairsParams.__doc__)
-    critic_check: CriticCheckParams = Field(description=CriticCheckParams.__doc__)
-    policies: dict[str, PolicyParams] = Field(
-        description="Trained policies, one stage `policy@<domain>-<name>` each (SWEET-RL and its baselines)."
-    )
-    seeds: list[int] = Field(
-        min_length=1,
-        description="Each trained policy is trained, and each checkpoint evaluated, once per seed; reports "
-        "give the mean and spread.",
-    )
-    evaluate: EvaluateParams = Field(description=EvaluateParams.__doc__)
-    chat_template: ChatTemplateParams = Field(description=ChatTemplateParams.__doc__)
-    device: str = Field(
-        pattern=r"^(auto|cpu|cuda(:\d+)?)$",
-        description="Where the stages that load a model for training or scoring put it (base_model, critic, rank, "
-        "policy): auto, a CUDA GPU when one is visible, else the CPU; cpu; cuda or cuda:N (an error where none is "
-        "visible). Manifests record the device and dtype a stage ran its models in, run records the GPU's name and "
-        "memory. Agents that generate pick a visible GPU themselves.",
-    )
-    reproducibility: Literal["native", "portable"] = Field(
-        description="Which CPUs give the same bytes. native: torch and MKL run the fastest kernels of this CPU, and "
-        "only the same CPU type (and thread counts) reproduces a run bit for bit. portable: torch's AVX2 kernels and "
-        "MKL's COMPATIBLE branch on every CPU, so any x86-64 CPU with AVX2, Intel or AMD, gives the same outputs as "
-        "another, at the cost measured in docs/performance.md (Portable mode). Changing it changes every float result."
-    )
-
-    @model_validator(mode="after")
-    def _names_exist(self) -> Params:
-        used = [("demos.agent", self.demos.agent), ("rollout.agent", self.rollout.agent)]
-        for where, name in used + [("evaluate.methods", m) for m in self.evaluate.methods]:
-            if name not in self.agents:
-                raise ValueError(f"{where}: no agent named {name!r}; defined agents: {sorted(self.agents)}")
-        for name in self.evaluate.methods:
-            if self.agents[name].backend in ("transformers", "served"):
-                raise ValueError(
-                    f"evaluate.methods: agent {name!r} samples from a checkpoint, which stage evaluate@<domain>-{name} "
-                    "does not depend on; checkpoints are evaluated by evaluate_base (the base model) and "
-                    "evaluate_policy (each trained policy), which do"
-                )
-        for name, policy in self.policies.items():
-            if policy.critic and policy.critic not in self.critics:
-                raise ValueError(
-                    f"policies.{name}.critic: no critic named {policy.critic!r}; defined: {sorted(self.critics)}"
-                )
-        for name in ("train_domains", "seeds"):
-            values = getattr(self, name)
-            if len(set(values)) != len(values):
-                raise ValueError(f"{name}: each value once; got {values}")
-        for domain in self.train_domains:
-            if self.domain(domain).tasks.n_train == 0 and self.domain(domain).tasks.source == "procedural":
-                raise ValueError(f"train_domains has {domain!r}, whose tasks.n_train is 0: nothing to train on")
-            if self.domain(domain).tasks.n_val == 0:
-                raise ValueError(f"train_domains has {domain!r}, whose tasks.n_val is 0: nothing to validate on")
-        if self.rollout.source == "import":
-            if unable := [d for d in self.train_domains if not self.domain(d).imports_trajectories]:
-                raise ValueError(f"rollout.source 'import' reads backend trajectories; train_domains has {unable[0]!r}")
-            tasks = self.backend.tasks
-            if tasks.source == "colbench" and tasks.colbench_train is None:
-                raise ValueError("rollout.source 'import' needs training tasks: backend.tasks.colbench_train is null")
-        return self
-
-    @model_validator(mode="after")
-    def _portable_needs_fixed_threads(self) -> Params:
-        """Threads split float sums: 0 (torch's default, one per core) differs between machines."""
-        if self.reproducibility != "portable":
-            return self
-        threads = {"training.threads": self.training.threads}
-        models = {f"agents.{name}": agent for name, agent in self.agents.items()}
-        models.update({"candidates.policy": self.candidates.policy, "evaluate.policy": self.evaluate.policy})
-        for where, agent in models.items():
-            if isinstance(agent, TransformersAgentParams):
-                threads[f"{where}.threads"] = agent.threads
-            elif isinstance(agent, ServedAgentParams):
-                threads[f"{where}.server.threads"] = agent.server.threads
-        if unset := [key for key, count in threads.items() if count == 0]:
-            raise ValueError(f"reproducibility portable needs fixed thread counts: {', '.join(unset)} 0 (one per core)")
-        return self
-
-    def domain(self, name: str) -> BackendParams | FrontendParams:
-        """The params of one domain (`backend` or `frontend`)."""
-        return getattr(self, name)
 
 
 class ParamsError(InputError):
@@ -971,8 +628,9 @@ def _describe(err: dict) -> str:
     return f"{key}: {err['msg']} (got {got})"
 
 
-def load_params(path: Path | str = PARAMS_FILE) -> Params:
-    """Read and validate params.yaml; every problem is a ParamsError naming the file and each bad key."""
+def read_params(model: type[ParamsModel], path: Path | str = PARAMS_FILE) -> ParamsModel:
+    """Read and validate a params file as `model`; every problem is a ParamsError naming the file and
+    each bad key."""
     path = Path(path)
     if not path.exists():
         raise ParamsError(f"{path}: not found; the pipeline's parameters live in params.yaml at the project's root")
@@ -980,7 +638,7 @@ def load_params(path: Path | str = PARAMS_FILE) -> Params:
     if not isinstance(raw, dict):
         raise ParamsError(f"{path}: expected a mapping of sections, got {type(raw).__name__}")
     try:
-        return Params.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as e:
         problems = [_describe(err) for err in e.errors()[:MAX_PROBLEMS]]
         if e.error_count() > MAX_PROBLEMS:

@@ -18,7 +18,6 @@ import polars as pl
 from sweetflow.core import paths
 from sweetflow.core.domains import domain_module
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import Params
 
 TURN = pl.Struct(
     {
@@ -43,6 +42,9 @@ TRAJECTORY_SCHEMA = pl.Schema(
         "answered": pl.Boolean,  # the agent used the answer marker (protocol followed)
         "ended_by": pl.String,  # "answer", "max_turns", "context" (the dialogue filled the model's context); null if failed  # noqa: E501
         "n_turns": pl.Int32,  # agent turns
+        # The turn limit the agent was told (`episodes.max_turns` of the run that played it), which
+        # rebuilding its prompts (`sweetflow.views`) reads here; null in an import that knows none
+        "max_turns": pl.Int32,
         "reward": pl.Float64,  # backend: fraction of tests passed; frontend: similarity to the target
         "success": pl.Boolean,  # backend: every test passed; frontend: null
         "score_status": pl.String,  # backend: the sandbox's status; frontend: rendered, no_html or render_failed
@@ -71,6 +73,20 @@ def trajectory_key(task_id: str, sample: int) -> str:
 def dialogues_by_trajectory(trajectories: pl.DataFrame) -> dict[tuple[str, int], list[dict]]:
     """Each trajectory's dialogue, by (task_id, sample)."""
     return {(t, s): d for t, s, d in trajectories.select("task_id", "sample", "dialogue").iter_rows()}
+
+
+def turn_limits_by_trajectory(trajectories: pl.DataFrame) -> dict[tuple[str, int], int]:
+    """Each trajectory's turn limit (the `max_turns` its agent was told), by (task_id, sample)."""
+    return {(t, s): n for t, s, n in trajectories.select("task_id", "sample", "max_turns").iter_rows()}
+
+
+def turn_limit(trajectories: pl.DataFrame, where: object) -> int:
+    """The one turn limit every trajectory of `trajectories` was played with; an InputError naming
+    `where` if they differ or none is recorded."""
+    limits = trajectories["max_turns"].unique().to_list()
+    if len(limits) != 1 or limits[0] is None:
+        raise InputError(f"{where}: expected one recorded turn limit (max_turns) for every trajectory, got {limits}")
+    return limits[0]
 
 
 def read_parquet(path: Path | str, columns: list[str] | None = None) -> pl.DataFrame:
@@ -104,8 +120,9 @@ class TaskSet:
     metrics: dict = field(default_factory=dict)  # tasks and flagged references by kind, per split
 
 
-def task_builder(domain: str) -> Callable[[Params], TaskSet]:
-    """How `domain` makes its tasks (stage `tasks@<domain>`): `build_tasks` of `sweetflow.<domain>.build`."""
+def task_builder(domain: str) -> Callable[..., TaskSet]:
+    """How `domain` makes its tasks (stage `tasks@<domain>`): `build_tasks(params)` of `sweetflow.<domain>.build`,
+    given the whole of params.yaml (`sweetflow.params.Params`, which core does not import)."""
     return domain_module(domain, "build").build_tasks
 
 

@@ -3,12 +3,12 @@ target page to check it."""
 
 from __future__ import annotations
 
-from sweetflow.core.params import Params
 from sweetflow.core.tables import TaskSet, flag_counts, split_off_validation
 from sweetflow.frontend.checks import FLAGS, check_targets
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.similarity import Similarity
 from sweetflow.frontend.tasks import CHECKED_FRONTEND_SCHEMA, generate_frontend_tasks, read_frontend_jsonl, to_frame
+from sweetflow.params import Params
 
 
 def build_tasks(params: Params) -> TaskSet:

@@ -30,12 +30,12 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from sweetflow.core.params import load_params
 from sweetflow.frontend.checks import reference_page
 from sweetflow.frontend.design import WEIGHTS, design_terms, weighted
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.similarity import Similarity, load_image, win
 from sweetflow.frontend.tasks import generate_frontend_tasks
+from sweetflow.params import load_params
 
 BLANK = "<html><body></body></html>"
 GRAY = "<html><body style='background:#6B7280'></body></html>"  # Tailwind 2's gray-500

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow.core.params import NoAskAgentParams, Params, ScriptedAgentParams
+from sweetflow.core.params import NoAskAgentParams, ScriptedAgentParams
 from sweetflow.dialogue import Agent
 from sweetflow.domain import Domain, DomainRuntime, FileScoring, Score
 from sweetflow.frontend.agents import DesignExpert, DesignNoAsk
@@ -22,6 +22,7 @@ from sweetflow.frontend.scorefile import score_frontend_file
 from sweetflow.frontend.scoring import score_pages
 from sweetflow.frontend.similarity import Similarity, win, win_rate
 from sweetflow.frontend.simulators import make_design_human
+from sweetflow.params import Params
 
 
 class Frontend(Domain):

@@ -61,7 +61,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 from tqdm import tqdm
 
-from sweetflow.core.params import RenderParams
+from sweetflow.frontend.params import RenderParams
 from sweetflow.frontend.tailwind import TailwindSubset
 
 log = logging.getLogger(__name__)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from PIL import Image
 
-from sweetflow.core.params import Params
 from sweetflow.dialogue import AGENT
 from sweetflow.domain_report import BehaviourColumn, DomainReport
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.similarity import Similarity
 from sweetflow.frontend.simulators import page_snippet
+from sweetflow.params import Params
 
 # Design dialogues rendered per method: each turn's page is a browser render, and a trained frontend
 # has 500 test tasks x seeds x up to 10 turns. The first ones of the first seed show what a method does.

@@ -12,7 +12,7 @@ import polars as pl
 
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import ImportRowError, iter_jsonl
-from sweetflow.core.params import RenderParams, SimilarityParams
+from sweetflow.frontend.params import RenderParams, SimilarityParams
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.scoring import score_pages
 from sweetflow.frontend.similarity import Similarity

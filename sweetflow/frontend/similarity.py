@@ -35,7 +35,7 @@ import numpy as np
 from PIL import Image
 
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import SimilarityParams
+from sweetflow.frontend.params import SimilarityParams
 
 GRID_WIDTH = 160
 DELTA_E_ZERO = 50.0  # a colour difference this large (e.g. a saturated colour against grey) counts as no match

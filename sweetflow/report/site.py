@@ -23,8 +23,8 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow.core.params import Params
 from sweetflow.domain_report import get_domain_report
+from sweetflow.params import Params
 from sweetflow.report.episodes import dialogues, read_episodes, sweet_states
 from sweetflow.report.intervals import Interval
 from sweetflow.report.markdown import cell, goal_sentences

@@ -8,7 +8,7 @@ import hashlib
 import polars as pl
 from tqdm import tqdm
 
-from sweetflow.core.tables import dialogues_by_trajectory
+from sweetflow.core.tables import dialogues_by_trajectory, turn_limits_by_trajectory
 from sweetflow.dialogue import Agent, AgentTurn
 from sweetflow.views import dialogue_view
 
@@ -41,18 +41,17 @@ def generate_candidates(
     n: int,
     seed: int,
     chunk: int = 128,
-    *,
-    max_turns: int,
 ) -> tuple[pl.DataFrame, int]:
     """`n` actions of `agent` at each state (CANDIDATE_SCHEMA rows) and how many generations failed
     (e.g. a prompt longer than the model's context); a failed candidate is left out. The log-probs
     are null where the agent's backend returns none (`transformers serve`)."""
-    dialogues = dialogues_by_trajectory(trajectories)
+    dialogues, limits = dialogues_by_trajectory(trajectories), turn_limits_by_trajectory(trajectories)
     jobs = []
     for state in states.iter_rows(named=True):
-        prefix = dialogues[(state["task_id"], state["sample"])][: state["position"]]
+        key = (state["task_id"], state["sample"])
+        prefix, limit = dialogues[key][: state["position"]], limits[key]
         for k in range(n):
-            view = dialogue_view(tasks[state["task_id"]], prefix, max_turns, candidate_seed(seed, state["state_id"], k))
+            view = dialogue_view(tasks[state["task_id"]], prefix, limit, candidate_seed(seed, state["state_id"], k))
             jobs.append((state, k, view))
     rows, failed = [], 0
     with tqdm(total=len(jobs), desc="candidates", unit="action") as bar:

@@ -23,7 +23,7 @@ from typing import Literal
 import polars as pl
 from tqdm import tqdm
 
-from sweetflow.core.tables import dialogues_by_trajectory, trajectory_key
+from sweetflow.core.tables import dialogues_by_trajectory, trajectory_key, turn_limits_by_trajectory
 from sweetflow.models.assistant_masks import assistant_masks
 from sweetflow.views import chat_for, dialogue_view
 
@@ -133,13 +133,10 @@ def trajectory_pair_data(
     with_info: bool,
     scoring: Scoring,
     max_length: int,
-    *,
-    max_turns: int,
 ) -> tuple[PairData, list[str], int]:
     """(data, the trajectory key of each sequence, pairs dropped because a side is longer than
-    `max_length`). Each trajectory is tokenised once however many pairs it is in; `max_turns` is the
-    turn limit the policy was told (`episodes.max_turns`)."""
-    dialogues = dialogues_by_trajectory(trajectories)
+    `max_length`). Each trajectory is tokenised once however many pairs it is in."""
+    dialogues, limits = dialogues_by_trajectory(trajectories), turn_limits_by_trajectory(trajectories)
     index: dict[tuple[str, int], int | None] = {}
     sequences: list[SegmentedSequence] = []
     keys: list[str] = []
@@ -148,7 +145,8 @@ def trajectory_pair_data(
         key = (task_id, sample)
         if key not in index:
             task = tasks[task_id]
-            chat = chat_for(dialogue_view(task, dialogues[key], max_turns), task["ground_truth"] if with_info else None)
+            view = dialogue_view(task, dialogues[key], limits[key])
+            chat = chat_for(view, task["ground_truth"] if with_info else None)
             seq = segmented(tokenizer, chat, scoring, max_length)
             index[key] = None if seq is None else len(sequences)
             if seq is not None:
@@ -174,18 +172,15 @@ def candidate_sequences(
     candidates: pl.DataFrame,
     with_info: bool,
     max_length: int,
-    *,
-    max_turns: int,
 ) -> list[SegmentedSequence | None]:
     """Per candidate row: its state followed by the candidate as the agent's next turn, that turn
-    scored; None when the whole does not fit in `max_length`. `max_turns`: the turn limit the policy
-    was told (`episodes.max_turns`)."""
-    dialogues = dialogues_by_trajectory(trajectories)
+    scored; None when the whole does not fit in `max_length`."""
+    dialogues, limits = dialogues_by_trajectory(trajectories), turn_limits_by_trajectory(trajectories)
     chats = []
     for row in candidates.iter_rows(named=True):
-        task = tasks[row["task_id"]]
-        prefix = dialogues[(row["task_id"], row["sample"])][: row["position"]]
-        view = dialogue_view(task, prefix + [{"role": "agent", "content": row["message"]}], max_turns)
+        task, key = tasks[row["task_id"]], (row["task_id"], row["sample"])
+        prefix = dialogues[key][: row["position"]]
+        view = dialogue_view(task, prefix + [{"role": "agent", "content": row["message"]}], limits[key])
         chats.append(chat_for(view, task["ground_truth"] if with_info else None))
     out = []
     with tqdm(total=len(chats), desc="tokenise", unit="action") as bar:
@@ -197,14 +192,13 @@ def candidate_sequences(
 
 
 def successful_chats(
-    tasks: dict[str, dict], trajectories: pl.DataFrame, min_reward: float, with_info: bool = False, *, max_turns: int
+    tasks: dict[str, dict], trajectories: pl.DataFrame, min_reward: float, with_info: bool = False
 ) -> list[list[dict]]:
     """The chat of every usable trajectory whose reward reaches `min_reward`: the policy's, or with
-    `with_info` the critic's (the reference solution in the system message); `max_turns` is the turn
-    limit the policy was told (`episodes.max_turns`)."""
+    `with_info` the critic's (the reference solution in the system message)."""
     kept = trajectories.filter(pl.col("failure").is_null() & (pl.col("reward") >= min_reward))
-    rows = kept.select("task_id", "dialogue").iter_rows()
-    views = [(tasks[t], dialogue_view(tasks[t], d, max_turns)) for t, d in rows]
+    rows = kept.select("task_id", "dialogue", "max_turns").iter_rows()
+    views = [(tasks[t], dialogue_view(tasks[t], d, n)) for t, d, n in rows]
     return [chat_for(view, task["ground_truth"] if with_info else None) for task, view in views]
 
 
@@ -215,17 +209,14 @@ def step_pair_data(
     candidates: pl.DataFrame,
     pairs: pl.DataFrame,
     max_length: int,
-    *,
-    max_turns: int,
 ) -> tuple[PairData, int]:
     """Step pairs (`sweetflow.rl.pairs.step_pairs`) as sequences in the policy's view, each candidate
-    of a pair once, after its state; and how many pairs were dropped for a side longer than `max_length`.
-    `max_turns`: the turn limit the policy was told (`episodes.max_turns`)."""
+    of a pair once, after its state; and how many pairs were dropped for a side longer than `max_length`."""
     used = pl.concat(
         [pairs.select("state_id", candidate="chosen"), pairs.select("state_id", candidate="rejected")]
     ).unique()
     rows = candidates.join(used, on=["state_id", "candidate"]).sort("state_id", "candidate")
-    sequences = candidate_sequences(tokenizer, tasks, trajectories, rows, False, max_length, max_turns=max_turns)
+    sequences = candidate_sequences(tokenizer, tasks, trajectories, rows, False, max_length)
     index = {key: i for i, key in enumerate(rows.select("state_id", "candidate").iter_rows())}
     kept_sequences, position = [], {}
     for i, seq in enumerate(sequences):

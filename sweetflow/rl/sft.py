@@ -26,11 +26,11 @@ from sweetflow.views import dialogue_view, policy_chat
 IGNORE = -100  # the label cross-entropy skips: prompt tokens and padding
 
 
-def demo_chats(tasks: list[dict], demos: list[dict], max_turns: int) -> list[list[dict]]:
-    """Each demonstration as the chat messages of the policy's view, its own turns included, in
-    episodes of at most `max_turns` turns (`episodes.max_turns`)."""
+def demo_chats(tasks: list[dict], demos: list[dict]) -> list[list[dict]]:
+    """Each demonstration (a trajectory record) as the chat messages of the policy's view, its own
+    turns included, stating the turn limit the demonstration records."""
     by_id = {t["task_id"]: t for t in tasks}
-    return [policy_chat(dialogue_view(by_id[d["task_id"]], d["dialogue"], max_turns, d["seed"])) for d in demos]
+    return [policy_chat(dialogue_view(by_id[d["task_id"]], d["dialogue"], d["max_turns"], d["seed"])) for d in demos]
 
 
 @dataclass

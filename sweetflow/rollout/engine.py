@@ -20,11 +20,12 @@ import polars as pl
 from tqdm import tqdm
 
 from sweetflow.core.errors import StageFailed
-from sweetflow.core.params import EpisodeParams, Params
+from sweetflow.core.params import EpisodeParams
 from sweetflow.core.secrets import redact
 from sweetflow.core.tables import OUTPUT_CHARS, to_frame
 from sweetflow.dialogue import AGENT, HUMAN, Agent, AgentTurn, ContextOverflow, EpisodeView, Message, final_answer
 from sweetflow.domain import DomainRuntime, Score, get_domain
+from sweetflow.params import Params
 
 
 def episode_seed(seed: int, task_id: str, sample: int) -> int:
@@ -187,6 +188,7 @@ def _record(ep: Episode, score: Score) -> dict:
         "answered": ep.answered,
         "ended_by": ep.ended_by if ep.failure is None else None,
         "n_turns": len(ep.turns),
+        "max_turns": ep.max_turns,
         "reward": score.reward,
         "success": score.success,
         "score_status": score.status,

@@ -23,10 +23,10 @@ from tqdm import tqdm
 
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import ImportRowError, iter_jsonl
-from sweetflow.core.params import Params
 from sweetflow.core.tables import OUTPUT_CHARS, TURN, to_frame
 from sweetflow.dialogue import AGENT, HUMAN, final_answer
 from sweetflow.domain import DomainRuntime, get_domain
+from sweetflow.params import Params
 from sweetflow.rollout.metrics import COUNTS, summarize_episodes
 
 ROLES = {"assistant": AGENT, "user": HUMAN}
@@ -36,7 +36,7 @@ BATCH = 256  # lines scored and written together: the sandbox's batch, and the b
 def parse_trajectory(row: dict, path: Path | str, line: int, max_turns: int | None = None) -> dict:
     """The TRAJECTORY_SCHEMA fields one line gives (dialogue, answer, reward as the file has it, ...),
     without task_id and sample; a bad field is an ImportRowError naming file, line and field. With
-    `max_turns`, an unanswered dialogue of that many agent turns ended by the turn limit."""
+    `max_turns`, the turn limit recorded, and an unanswered dialogue of that many agent turns ended by it."""
     history = row.get("dialogue_history")
     if not isinstance(history, list):
         raise ImportRowError(path, line, "dialogue_history", "expected a list of turns")
@@ -69,6 +69,7 @@ def parse_trajectory(row: dict, path: Path | str, line: int, max_turns: int | No
         "answered": answered,
         "ended_by": ended_by,
         "n_turns": len(agent_turns),
+        "max_turns": max_turns,
         "reward": float(reward) if reward is not None else None,
         "success": reward is not None and float(reward) == 1.0,
         "score_status": None,

@@ -47,7 +47,7 @@ def inputs(corpus, tmp_path_factory):
     groups of two."""
     root = tmp_path_factory.mktemp("distributed")
     model, tok = load_checkpoint(stock_checkpoint(root / "model", "llama-3.1-8b-instruct"))
-    chats = demo_chats(corpus.train, corpus.demos, 10)
+    chats = demo_chats(corpus.train, corpus.demos)
     examples, cut = encode_chats(tok, chats, MAX_LENGTH)
     sequences = [segmented(tok, chat, "turns", MAX_LENGTH) for chat in chats]
     assert len(examples) == len(sequences) == 16 and not cut and all(sequences)

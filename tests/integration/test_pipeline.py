@@ -105,8 +105,7 @@ def test_rank_scores_each_candidate_against_the_critics_own_reference(repro_proj
         assert critic_reference(critic_dir, f"models/{domain}/base") == critic_dir / REFERENCE_DIR
         reference, tokenizer = load_checkpoint(critic_dir / REFERENCE_DIR)
         base, _ = load_checkpoint(f"models/{domain}/base")
-        turns = SMALL_PARAMS["episodes"]["max_turns"]
-        sequences = candidate_sequences(tokenizer, tasks, rollout, candidates, info, 10**6, max_turns=turns)
+        sequences = candidate_sequences(tokenizer, tasks, rollout, candidates, info, 10**6)
         ranked = candidates.select("state_id", "candidate").join(
             pl.read_parquet(f"data/{domain}/ranked/{name}/candidates.parquet"), on=["state_id", "candidate"]
         )

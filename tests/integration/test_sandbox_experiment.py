@@ -26,7 +26,7 @@ STAGE = textwrap.dedent(
     """
     import json, sys
     from sweetflow.backend.sandbox.pool import PROJECT_ROOT, Job, Sandbox
-    from sweetflow.core.params import load_params
+    from sweetflow.params import load_params
 
     limits = json.loads(sys.argv[2])
     params = load_params("params.yaml").backend.scoring.model_copy(update=limits)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from sweetflow.core.params import Params, load_params
+from sweetflow.params import Params, load_params
 from tests.support.project import ROOT
 
 

@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel
 
 from sweetflow.cli import main
-from sweetflow.core.params import InputDir, Params, ParamsError, load_params
+from sweetflow.core.params import DOMAINS, InputDir, ParamsError
 from sweetflow.dag import (
     code_closure,
     load_stages,
@@ -27,6 +27,7 @@ from sweetflow.dag import (
     sync_code_deps,
     uncovered_code,
 )
+from sweetflow.params import Params, load_params
 from tests.support.project import ROOT
 
 STAGES = load_stages(ROOT)
@@ -188,8 +189,10 @@ def test_the_sandbox_worker_is_code_of_every_stage_that_runs_answers():
 
 
 def test_a_domain_stage_loads_only_its_own_domain():
+    """Of another domain's code, only its params: every stage validates params.yaml whole."""
     backend = code_closure("stages.evaluate", ["backend"])
-    assert "sweetflow/backend/domain.py" in backend and not any(p.startswith("sweetflow/frontend") for p in backend)
+    assert "sweetflow/backend/domain.py" in backend and "sweetflow/frontend/params.py" in backend
+    assert [p for p in backend if p.startswith("sweetflow/frontend")] == ["sweetflow/frontend/params.py"]
 
 
 def test_package_init_files_hold_no_code():
@@ -330,3 +333,36 @@ def test_evaluate_refuses_an_agent_that_reads_a_checkpoint_it_does_not_depend_on
     (tmp_path / "params.yaml").write_text(text)
     with pytest.raises(ParamsError, match="agent 'served_base' samples from a checkpoint"):
         load_params(tmp_path / "params.yaml")
+
+
+def _domain_name_comparisons(tree: ast.AST) -> list[int]:
+    """Lines that compare with a domain's name (`== "frontend"`, `"backend" in ...`, `match` cases)."""
+    named = set(DOMAINS)
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(isinstance(s, ast.Constant) and s.value in named for s in sides):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.MatchValue) and getattr(node.value, "value", None) in named:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_code_outside_the_domain_packages_branches_on_a_domain_name():
+    """What differs between domains is asked of the domain (its `Domain`, `DomainReport` or params
+    class), so that adding a domain touches no stage, report or learning code."""
+    domain_packages = [ROOT / "sweetflow" / d for d in DOMAINS]
+    files = sorted((ROOT / "sweetflow").rglob("*.py")) + sorted((ROOT / "stages").glob("*.py"))
+    found = {
+        path.relative_to(ROOT).as_posix(): lines
+        for path in files
+        if not any(path.is_relative_to(p) for p in domain_packages)
+        and (lines := _domain_name_comparisons(ast.parse(path.read_text())))
+    }
+    assert found == {}
+
+
+def test_a_branch_on_a_domain_name_is_caught():
+    tree = ast.parse('if "frontend" in params.train_domains:\n    pass\nok = domain == name\n')
+    assert _domain_name_comparisons(tree) == [1]

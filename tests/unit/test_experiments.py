@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from sweetflow.cli import main
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import Params
 from sweetflow.experiments import parse_sets, read_overlay, run_command, set_arguments, tuned_changes
+from sweetflow.params import Params
 from sweetflow.tuning import params_key, read_choices
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,9 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from sweetflow.backend.params import ScoringRules
 from sweetflow.cli import main
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import MAX_PROBLEMS, Params, ParamsError, ScoringRules, describe_params, load_params
+from sweetflow.core.params import MAX_PROBLEMS, ParamsError, describe_params
+from sweetflow.params import Params, load_params
 from tests.support.params import params_with
 from tests.support.project import ROOT, merge
 

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from sweetflow.cli import main
-from sweetflow.core.params import Params, ParamsError, load_params
+from sweetflow.core.params import ParamsError
+from sweetflow.params import Params, load_params
 from sweetflow.rl.loop import BatchLayout, batch_layout
 from tests.support.project import ROOT, merge
 

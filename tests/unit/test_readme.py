@@ -8,8 +8,8 @@ import re
 import statistics
 from pathlib import Path
 
-from sweetflow.core.params import load_params
 from sweetflow.dag import load_stages
+from sweetflow.params import load_params
 from tests.support.project import ROOT
 
 README = (ROOT / "README.md").read_text()

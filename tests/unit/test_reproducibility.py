@@ -9,7 +9,8 @@ import sys
 import pytest
 import torch
 
-from sweetflow.core.params import ParamsError, load_params
+from sweetflow.core.params import ParamsError
+from sweetflow.params import load_params
 from tests.support.project import ROOT, merge, tool_env
 
 AVX512 = torch.backends.cpu.get_cpu_capability() == "AVX512"

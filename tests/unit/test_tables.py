@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from sweetflow.backend.tasks.procedural import generate_tasks
 from sweetflow.core.errors import InputError
-from sweetflow.core.tables import split_off_validation
+from sweetflow.core.tables import split_off_validation, turn_limit
 
 
 @given(st.integers(0, 30), st.integers(0, 29))
@@ -29,3 +30,10 @@ def test_adding_validation_tasks_keeps_the_train_and_test_splits():
     assert kept == train and same_test == test
     refs = [{t["ground_truth"] for t in split} for split in (kept, val, test)]
     assert all(not (a & b) for i, a in enumerate(refs) for b in refs[i + 1 :])
+
+
+def test_a_table_gives_its_one_recorded_turn_limit_or_names_itself():
+    assert turn_limit(pl.DataFrame({"max_turns": [3, 3]}), "demos") == 3
+    for limits in ([3, 10], [None, None]):
+        with pytest.raises(InputError, match="demos: expected one recorded turn limit"):
+            turn_limit(pl.DataFrame({"max_turns": limits}, schema={"max_turns": pl.Int32}), "demos")

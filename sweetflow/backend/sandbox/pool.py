@@ -40,8 +40,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from sweetflow.backend.params import SandboxParams
 from sweetflow.core.errors import StageFailed
-from sweetflow.core.params import SandboxParams
 
 log = logging.getLogger(__name__)
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from sweetflow.backend.params import LlmTasksParams
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references
 from sweetflow.backend.tasks.colbench import task_from_row
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import ImportRowError
-from sweetflow.core.params import LlmTasksParams
 from sweetflow.endpoint import ChatClient, EndpointError
 
 N_TESTS = 10

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import polars as pl
 
+from sweetflow.backend.params import SandboxParams, ScoringRules
 from sweetflow.backend.scoring import ReferenceCheck
 from sweetflow.core.artifacts import read_manifest
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import SandboxParams, ScoringRules
 from sweetflow.core.tables import read_parquet
 
 FACT = pl.Struct(

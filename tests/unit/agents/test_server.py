@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from sweetflow.agents.model import open_model_agent, served_records
 from sweetflow.agents.server import ServerError, fill, serve, served_record
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import ParamsError, ServedAgentParams, ServerParams, load_params
+from sweetflow.core.params import ParamsError, ServedAgentParams, ServerParams
 from sweetflow.dialogue import AgentTurn, EpisodeView, Message
+from sweetflow.params import load_params
 from tests.support.llm_server import cpu_server
 from tests.support.params import project_params
 from tests.support.project import ROOT, merge

@@ -22,7 +22,7 @@ import pytest
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references, score_answers
 from sweetflow.backend.tasks.colbench import task_from_row
-from sweetflow.core.params import RenderParams, SimilarityParams
+from sweetflow.frontend.params import RenderParams, SimilarityParams
 from sweetflow.scorefile import score_file
 from tests.support.nonroot import NonRoot
 from tests.support.params import render_params, sandbox_params, similarity_params

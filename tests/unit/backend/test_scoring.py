@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sweetflow.backend.params import ScoringRules
 from sweetflow.backend.sandbox import plaindata
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import (
@@ -23,7 +24,6 @@ from sweetflow.backend.scoring import (
 )
 from sweetflow.backend.tasks.procedural import generate_tasks
 from sweetflow.cli import main
-from sweetflow.core.params import ScoringRules
 from sweetflow.scorefile import score_file
 from tests.support.params import project_params, sandbox_params
 from tests.support.project import SAMPLE

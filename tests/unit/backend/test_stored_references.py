@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from sweetflow.backend.params import ScoringRules
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references
 from sweetflow.backend.tasks.colbench import read_backend_jsonl, task_from_row
@@ -18,7 +19,6 @@ from sweetflow.backend.tasks.table import CHECKED_SCHEMA, stored_references, to_
 from sweetflow.cli import main
 from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import ScoringRules
 from sweetflow.scorefile import score_file
 from tests.support.params import project_params, sandbox_params
 from tests.support.project import SAMPLE

@@ -15,7 +15,7 @@ from PIL import Image
 from pydantic import ValidationError
 
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import RenderParams, SimilarityParams
+from sweetflow.frontend.params import RenderParams, SimilarityParams
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.similarity import ClipEmbedder, Similarity, pixel_similarity, win_rate
 from tests.support.browser import frontend_rows

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import Params
 from sweetflow.models.checkpoint import placement, resolve_device
+from sweetflow.params import Params
 from tests.support.models import tiny_llama
 from tests.support.params import project_params
 

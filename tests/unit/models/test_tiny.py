@@ -21,7 +21,7 @@ CHAT = [
 
 
 def tokenizer(corpus):
-    corpus_texts = tokenizer_corpus(corpus.train, demo_chats(corpus.train, corpus.demos, 10), 10)
+    corpus_texts = tokenizer_corpus(corpus.train, demo_chats(corpus.train, corpus.demos), 10)
     return train_tokenizer(corpus_texts, 384, 10, max_length=1536)
 
 
@@ -56,7 +56,7 @@ def test_chat_template_marks_exactly_the_assistant_turns(corpus):
 
 
 def test_demonstrations_become_the_policy_view(corpus):
-    chats = demo_chats(corpus.train, corpus.demos, 10)
+    chats = demo_chats(corpus.train, corpus.demos)
     assert len(chats) == len(corpus.demos)
     for chat, demo in zip(chats, corpus.demos):
         assert [m["role"] for m in chat[:2]] == ["system", "user"]

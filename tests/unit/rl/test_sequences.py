@@ -22,7 +22,7 @@ from sweetflow.rl.sequences import (
     successful_chats,
     trajectory_pair_data,
 )
-from sweetflow.views import chat_for, dialogue_view
+from sweetflow.views import chat_for, dialogue_view, policy_instructions
 from tests.support.params import transformers_agent
 
 
@@ -103,9 +103,7 @@ def test_a_batch_is_tokenised_as_each_chat_alone(tokenizer, tasks, corpus):
 def test_trajectory_pairs_share_sequences_and_count_what_does_not_fit(tokenizer, tasks, trajectories):
     pairs = trajectory_pairs(trajectories)
     assert pairs.height > 0, "the demonstrations should hold a task with a success and a failure"
-    data, keys, dropped = trajectory_pair_data(
-        tokenizer, tasks, trajectories, pairs, True, "turns", 10_000, max_turns=10
-    )
+    data, keys, dropped = trajectory_pair_data(tokenizer, tasks, trajectories, pairs, True, "turns", 10_000)
     assert dropped == 0 and len(data.pairs) == pairs.height
     assert len(keys) == len(data.sequences) == len(set(keys))  # one sequence per trajectory, however many pairs
     for (c, r), row in zip(data.pairs, pairs.iter_rows(named=True)):
@@ -114,22 +112,30 @@ def test_trajectory_pairs_share_sequences_and_count_what_does_not_fit(tokenizer,
             and keys[r] == f"{row['task_id']}:{row['rejected_sample']}"
         )
     shortest = min(len(s.input_ids) for s in data.sequences)
-    _, _, dropped = trajectory_pair_data(
-        tokenizer, tasks, trajectories, pairs, True, "turns", shortest - 1, max_turns=10
-    )
+    _, _, dropped = trajectory_pair_data(tokenizer, tasks, trajectories, pairs, True, "turns", shortest - 1)
     assert dropped == pairs.height
 
 
 def test_successful_chats_are_the_policy_view_of_reward_1_trajectories(tasks, trajectories):
-    chats = successful_chats(tasks, trajectories, 1.0, max_turns=10)
+    chats = successful_chats(tasks, trajectories, 1.0)
     assert len(chats) == int((trajectories["reward"] >= 1.0).sum()) > 0
     assert all("the final answer is" not in chat[0]["content"] for chat in chats)
 
 
+def test_rebuilt_prompts_state_the_limit_each_trajectory_records(tasks, trajectories):
+    """The turn limit in a rebuilt system message is the one the trajectory's agent was told, read
+    from the trajectory itself."""
+    assert set(trajectories["max_turns"]) == {10}
+    three = trajectories.with_columns(max_turns=pl.lit(3, pl.Int32))
+    for frame, limit in ((trajectories, 10), (three, 3)):
+        chats = successful_chats(tasks, frame, 1.0)
+        assert chats and {chat[0]["content"] for chat in chats} == {policy_instructions("backend", limit)}
+
+
 def test_successful_chats_in_the_critics_view_hold_the_reference(tasks, trajectories):
     kept = trajectories.filter(pl.col("reward") >= 1.0)
-    policy = successful_chats(tasks, trajectories, 1.0, max_turns=10)
-    critic = successful_chats(tasks, trajectories, 1.0, True, max_turns=10)
+    policy = successful_chats(tasks, trajectories, 1.0)
+    critic = successful_chats(tasks, trajectories, 1.0, True)
     for task_id, p, c in zip(kept["task_id"], policy, critic):
         assert tasks[task_id]["ground_truth"].strip() in c[0]["content"]
         assert tasks[task_id]["ground_truth"].strip() not in p[0]["content"]
@@ -140,7 +146,7 @@ def test_successful_chats_in_the_critics_view_hold_the_reference(tasks, trajecto
 def candidates(checkpoint, tasks, trajectories) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     states = sample_turn_states(trajectories, 0.2, seed=0)
     agent = TransformersAgent(transformers_agent(str(checkpoint), max_new_tokens=24))
-    frame, failed = generate_candidates(agent, tasks, trajectories, states, 3, seed=0, max_turns=10)
+    frame, failed = generate_candidates(agent, tasks, trajectories, states, 3, seed=0)
     return states, frame, failed
 
 
@@ -157,7 +163,7 @@ def test_candidates_are_n_per_state_with_the_policys_log_probs(candidates):
 def test_the_same_seed_gives_the_same_candidates(checkpoint, candidates, tasks, trajectories):
     states, frame, _ = candidates
     agent = TransformersAgent(transformers_agent(str(checkpoint), max_new_tokens=24))
-    again, _ = generate_candidates(agent, tasks, trajectories, states.head(2), 3, seed=0, max_turns=10)
+    again, _ = generate_candidates(agent, tasks, trajectories, states.head(2), 3, seed=0)
     assert (
         again["message"].to_list()
         == frame.filter(pl.col("state_id").is_in(states.head(2)["state_id"].implode()))["message"].to_list()
@@ -170,7 +176,7 @@ def test_step_pairs_become_state_plus_candidate_sequences_in_the_policy_view(
     _, frame, _ = candidates
     scored = frame.with_columns(score=pl.col("logprob_mean"))  # any score will do to draw pairs
     pairs = step_pairs(scored, 2, seed=0)
-    data, dropped = step_pair_data(tokenizer, tasks, trajectories, frame, pairs, 10_000, max_turns=10)
+    data, dropped = step_pair_data(tokenizer, tasks, trajectories, frame, pairs, 10_000)
     assert dropped == 0 and len(data.pairs) == pairs.height
     # Training batches hold a state's pairs together: its state is read once for all its candidates.
     states = pairs["state_id"].to_list()
@@ -188,7 +194,7 @@ def test_step_pairs_become_state_plus_candidate_sequences_in_the_policy_view(
         assert scored_text(tokenizer, data.sequences[r], 0).startswith(messages[(row["state_id"], row["rejected"])])
         assert "the final answer is" not in tokenizer.decode(data.sequences[c].input_ids)
     # The critic view of the same candidates carries the reference; the scored action is the same.
-    with_info = candidate_sequences(tokenizer, tasks, trajectories, frame.head(1), True, 10_000, max_turns=10)[0]
-    without = candidate_sequences(tokenizer, tasks, trajectories, frame.head(1), False, 10_000, max_turns=10)[0]
+    with_info = candidate_sequences(tokenizer, tasks, trajectories, frame.head(1), True, 10_000)[0]
+    without = candidate_sequences(tokenizer, tasks, trajectories, frame.head(1), False, 10_000)[0]
     assert scored_text(tokenizer, with_info, 0) == scored_text(tokenizer, without, 0)
     assert len(with_info.input_ids) > len(without.input_ids)

@@ -28,7 +28,7 @@ def _fresh_accelerator_state():
 
 @pytest.fixture(scope="module")
 def data(corpus):
-    chats = demo_chats(corpus.train, corpus.demos, 10)
+    chats = demo_chats(corpus.train, corpus.demos)
     tok = train_tokenizer(tokenizer_corpus(corpus.train, chats, 10), 384, 10, max_length=1536)
     examples, _ = encode_chats(tok, chats[:8], max_length=1536)
     return tok, examples

@@ -58,6 +58,8 @@ def test_lines_land_on_their_training_tasks_in_the_files_order_and_the_rest_are_
     assert frame.select("task_id", "sample", "reward").rows() == [(ids[1], 0, 1.0), (ids[0], 0, 0.0), (ids[1], 1, 0.5)]
     assert frame["success"].to_list() == [True, False, False]
     assert frame["answered"].all() and frame["ended_by"].to_list() == ["answer"] * 3
+    # The run's turn limit, recorded for what rebuilds the prompts (the official lines hold none of ours)
+    assert frame["max_turns"].to_list() == [params(max_tasks=3).episodes.max_turns] * 3
     first = frame["dialogue"][0].to_list()
     assert [(t["role"], t["prompt"], t["raw"]) for t in first] == [
         (AGENT, "<prompt 1>", "What ...?"),

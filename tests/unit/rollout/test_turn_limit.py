@@ -50,12 +50,14 @@ def system_prompts(record: dict) -> set[str]:
 
 def assert_answered_by_the_limit(limited: list[dict], unlimited: list[dict], domain: str) -> None:
     """With LIMIT turns each episode answers (the marker, not the limit, ends it) at the turn it
-    answered in ten, or at the last turn if that was later; its prompts said LIMIT."""
+    answered in ten, or at the last turn if that was later; its prompts said LIMIT, and its record
+    keeps the limit for whatever rebuilds them."""
     assert [r["n_turns"] for r in limited] == [min(r["n_turns"], LIMIT) for r in unlimited]
     assert all(r["answered"] and r["ended_by"] == "answer" for r in limited + unlimited)
     assert all(r["dialogue"][-1]["content"].startswith(ANSWER_MARKER) for r in limited)
     assert {p for r in limited for p in system_prompts(r)} == {policy_instructions(domain, LIMIT)}
     assert {p for r in unlimited for p in system_prompts(r)} == {policy_instructions(domain, 10)}
+    assert {r["max_turns"] for r in limited} == {LIMIT} and {r["max_turns"] for r in unlimited} == {10}
 
 
 @pytest.fixture(scope="module")

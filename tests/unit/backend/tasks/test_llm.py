@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from sweetflow.backend.params import LlmTasksParams
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.tasks.llm import generate_llm_tasks, parse_task, read_passages
-from sweetflow.core.params import LlmTasksParams
 from tests.support.params import endpoint_params, sandbox_params
 
 GOOD = {
