@@ -176,7 +176,7 @@ def code_closure(module: str, domains: Iterable[str] = DOMAINS, root: Path = ROO
             continue
         found.add(path)
         tree = ast.parse(path.read_text(), str(path))
-        todo += _imported(tree)
+        todo += _imported(tree) + _package_modules(tree, root)
         called = {getattr(n.func, "id", None) for n in ast.walk(tree) if isinstance(n, ast.Call)}
         for loaders, loaded in ((DOMAIN_LOADERS, domains), (EVERY_DOMAIN_LOADERS, DOMAINS)):
             todo += [f"sweetflow.{d}.{part}" for loader, part in loaders.items() if loader in called for d in loaded]
@@ -204,6 +204,18 @@ def _imported(tree: ast.AST) -> list[str]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
             names.append(node.value)
     return [n for n in names if n.split(".")[0] in FIRST_PARTY]
+
+
+def _package_modules(tree: ast.AST, root: Path) -> list[str]:
+    """Every module of a project package whose dotted name an AST spells as a string: a loader that
+    imports a package's modules by name (`policy_methods.load_methods`) may run any of them."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
+            package = root.joinpath(*node.value.split("."))
+            if (package / "__init__.py").is_file():
+                names += [f"{node.value}.{p.stem}" for p in sorted(package.glob("*.py")) if p.name != "__init__.py"]
+    return names
 
 
 def uncovered_code(spec: StageSpec, root: Path = ROOT) -> list[str]:

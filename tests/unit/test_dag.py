@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from types import UnionType
@@ -105,6 +106,16 @@ def test_the_sandbox_worker_is_code_of_every_stage_that_runs_answers():
 def test_a_domain_stage_loads_only_its_own_domain():
     backend = code_closure("stages.evaluate", ["backend"])
     assert "sweetflow/backend/domain.py" in backend and not any(p.startswith("sweetflow/frontend") for p in backend)
+
+
+def test_the_policy_stage_runs_every_method_module_including_one_just_added(tmp_path):
+    """Stage policy imports the methods by their package's name, not by an import statement."""
+    project = tmp_path / "project"
+    for package in ("stages", "sweetflow"):
+        shutil.copytree(ROOT / package, project / package, ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "sweetflow/rl/methods/throwaway.py").write_text("")
+    methods = {p for p in code_closure("stages.policy", root=project) if p.startswith("sweetflow/rl/methods/")}
+    assert methods == {f"sweetflow/rl/methods/{m}.py" for m in ("rft", "mtdpo", "sweet", "throwaway")}
 
 
 def test_package_init_files_hold_no_code():
