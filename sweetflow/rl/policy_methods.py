@@ -2,7 +2,7 @@
 sweetflow/rl/methods/, named as the method, whose `training_data(p, source)` reads the data it learns
 from and gives back its `Training` (what it read, its data counts, and its objective for one seed's
 run). Its params class is a subclass of `sweetflow.core.params.PolicyParams` (docs/architecture.md,
-Adding a training method)."""
+Training methods: one module each)."""
 
 from __future__ import annotations
 
