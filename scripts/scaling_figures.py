@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from sweetflow.core.inputs import read_yaml  # noqa: E402
-from sweetflow.core.params import PolicyParams  # noqa: E402
+from sweetflow.core.params import POLICY_METHODS  # noqa: E402
 
 RECORDS = Path("reports/experiments")
 POINT = re.compile(r"scale-(\d+)(-tuned)?$")
@@ -89,7 +89,10 @@ def policies(record: Path) -> dict | None:
     params = record / "params.yaml"
     if not params.is_file():
         return None
-    return {name: PolicyParams.model_validate(p).model_dump() for name, p in read_yaml(params)["policies"].items()}
+    return {
+        name: POLICY_METHODS[p["method"]].model_validate(p).model_dump()
+        for name, p in read_yaml(params)["policies"].items()
+    }
 
 
 def column_label(point: Point) -> str:

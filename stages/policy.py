@@ -1,16 +1,12 @@
 """Stage `policy@<domain>-<name>`: a trained policy, one checkpoint per seed of `seeds` (docs/algorithm.md,
 step 7 and the paper's baselines). Every method starts from the domain's base model and trains on
-its own view of the dialogue (no training-time information):
-
-- `rft`: SFT on the offline trajectories whose reward reaches the domain's `min_reward` (rejection fine-tuning).
-- `mtdpo`: DPO on the trajectory pairs, every agent turn of a trajectory in one segment.
-- `sweet`: DPO on the step pairs ranked by the critic `critic` (a state, then the chosen or the
-  rejected candidate, that last turn scored), with the NLL term on the chosen actions.
+its own view of the dialogue (no training-time information); each is a module of
+sweetflow/rl/methods/ (`rft`, `mtdpo`, `sweet`), which reads its data and runs its objective.
 
 `python -m stages.policy DOMAIN NAME` reads params `policies.NAME` and `seeds`, and the data its
-method needs. The base model's log-probs of the training sequences are computed once and shared by
-all seeds. Writes `models/DOMAIN/policies/NAME/` (`seed<k>/`: a checkpoint per seed;
-`reference_logps.pt` for the preference methods; `manifest.json`) and
+method needs. The data are read, and the base model's log-probs of them computed, once for all
+seeds. Writes `models/DOMAIN/policies/NAME/` (`seed<k>/`: a checkpoint per seed; what the method
+keeps beside them, `reference_logps.pt` for the preference methods; `manifest.json`) and
 `reports/DOMAIN/stages/policies/NAME/` (`metrics.json`: data counts and each seed's training
 summary; `plots/seed<k>/`: DVCLive curves).
 """
@@ -22,7 +18,6 @@ import os
 import shutil
 
 import polars as pl
-import torch
 
 from stages._common import begin
 from sweetflow.core import paths
@@ -30,18 +25,18 @@ from sweetflow.core.artifacts import stage_output, write_json
 from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.tables import read_tasks
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device, save_checkpoint
-from sweetflow.rl.logprobs import reference_segment_logps
-from sweetflow.rl.loop import TrainRun, forward_batch_size, launch, live_report
-from sweetflow.rl.loss import PreferenceLoss
-from sweetflow.rl.preference import ScoredPairs, train_preference
-from sweetflow.rl.sequences import context_length, step_pair_data, successful_chats, trajectory_pair_data
-from sweetflow.rl.sft import encode_chats, train_sft
+from sweetflow.rl.loop import TrainRun, launch, live_report
+from sweetflow.rl.policy_methods import Source, load_methods
+from sweetflow.rl.sequences import context_length
 
 
 def main() -> None:
+    methods = load_methods()  # before params are read: a method's module may define its params class
     stage = begin("policy", __doc__, item="policies")
     domain, name, params = stage.domain, stage.item, stage.params
     p, engine = params.policies[name], params.training
+    if p.method not in methods:
+        raise InputError(f"policies.{name}.method {p.method!r}: no module sweetflow/rl/methods/{p.method}.py")
     launch(engine)
 
     tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
@@ -50,58 +45,20 @@ def main() -> None:
     trajectories = pl.read_parquet(rollout)
     base, tokenizer = load_checkpoint(base_dir, resolve_device(params.device))  # the reference pass's device
     pad = pad_id(tokenizer)
-    max_length = context_length(tokenizer, base.config)
-    inputs = [tasks_file, rollout, base_dir]
-    if p.method == "rft":
-        min_reward = p.min_reward[domain]
-        chats = successful_chats(tasks, trajectories, min_reward)
-        examples, cut = encode_chats(tokenizer, chats, max_length)
-        if not examples:
-            raise InputError(f"{rollout}: no trajectory reaches reward {min_reward}: nothing for RFT to imitate")
-        data = {
-            "train_dialogues": len(examples),
-            "dialogues_cut": cut,
-            "train_tokens_per_epoch": sum(len(e.input_ids) for e in examples),
-        }
-        pairs = None
-    else:
-        if p.method == "mtdpo":
-            pairs_file = f"{paths.trajectory_pairs(domain)}/pairs.parquet"
-            inputs.append(pairs_file)
-            pair_data, _, dropped = trajectory_pair_data(
-                tokenizer,
-                tasks,
-                trajectories,
-                pl.read_parquet(pairs_file),
-                False,
-                "all",
-                max_length,
-            )
-        else:
-            candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
-            step_file = f"{paths.step_pairs(domain, p.critic)}/pairs.parquet"
-            inputs += [candidates_file, step_file]
-            pair_data, dropped = step_pair_data(
-                tokenizer,
-                tasks,
-                trajectories,
-                pl.read_parquet(candidates_file),
-                pl.read_parquet(step_file),
-                max_length,
-            )
-        if not pair_data.pairs:
-            raise InputError(f"{inputs[-1]}: no preference pair to train on")
-        if p.nll_span == "dialogue":
-            pair_data = pair_data.with_context_segment()
-        data = {
-            "train_pairs": len(pair_data.pairs),
-            "pairs_too_long": dropped,
-            "train_tokens_per_epoch": pair_data.tokens(),
-        }
-        ref = reference_segment_logps(base, pair_data.sequences, forward_batch_size(p, engine), pad)
-        pairs = ScoredPairs(pair_data, ref)
-        examples = None
-    del base  # each seed starts from a fresh copy
+    source = Source(
+        domain=domain,
+        tasks=tasks,
+        trajectories=trajectories,
+        rollout=rollout,
+        base=base,
+        tokenizer=tokenizer,
+        pad_id=pad,
+        max_length=context_length(tokenizer, base.config),
+        engine=engine,
+    )
+    training = methods[p.method].training_data(p, source)
+    inputs = [tasks_file, rollout, base_dir, *training.inputs]
+    del base, source  # each seed starts from a fresh copy
 
     summaries, runs = {}, {}
     with (
@@ -112,15 +69,14 @@ def main() -> None:
             trainer = p.model_copy(update={"seed": p.seed + seed})
             model, _ = load_checkpoint(base_dir)
             seed_live = live / f".seed{seed}"
-            if p.method == "rft":
-                run = TrainRun(trainer=trainer, engine=engine, log_dir=seed_live, name="sft", device=params.device)
-                fitted = train_sft(model, examples, [], run=run, pad_id=pad)
-            else:
-                loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef, p.nll_span, p.nll_mean)
-                run = TrainRun(
-                    trainer=trainer, engine=engine, log_dir=seed_live, name=f"{name} seed {seed}", device=params.device
-                )
-                fitted = train_preference(model, pairs, loss, run=run, pad_id=pad)
+            run = TrainRun(
+                trainer=trainer,
+                engine=engine,
+                log_dir=seed_live,
+                name=training.run_name(name, seed),
+                device=params.device,
+            )
+            fitted = training.fit(model, run, pad)
             if fitted.model is None:  # not the main process
                 continue
             save_checkpoint(fitted.model, tokenizer, out.dir / f"seed{seed}", state_dict=fitted.state)
@@ -129,13 +85,12 @@ def main() -> None:
             (live / "plots").mkdir(parents=True, exist_ok=True)
             os.replace(seed_live / "plots", live / "plots" / f"seed{seed}")
             shutil.rmtree(seed_live)
-        if pairs is not None:
-            torch.save({"sums": pairs.ref.sums, "counts": pairs.ref.counts}, out.dir / "reference_logps.pt")
-        config = {"policy": p.model_dump(mode="json"), "seeds": params.seeds, "data": data}
+        training.save(out.dir)
+        config = {"policy": p.model_dump(mode="json"), "seeds": params.seeds, "data": training.data}
         write_json(out.dir / "training_config.json", config)
-        write_json(live / "metrics.json", {"method": p.method, "data": data, "seeds": summaries})
+        write_json(live / "metrics.json", {"method": p.method, "data": training.data, "seeds": summaries})
         out.run["training"] = runs
-    print(json.dumps({"data": data, "seeds": summaries, "run": runs}, indent=2))
+    print(json.dumps({"data": training.data, "seeds": summaries, "run": runs}, indent=2))
 
 
 if __name__ == "__main__":

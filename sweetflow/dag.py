@@ -179,7 +179,7 @@ def code_closure(module: str, domains: Iterable[str] = DOMAINS, root: Path = ROO
             continue
         found.add(path)
         stat = path.stat()
-        imported, called = _read_module(path, stat.st_mtime_ns, stat.st_size)
+        imported, called = _read_module(path, stat.st_mtime_ns, stat.st_size, root)
         todo += imported
         for loaders, loaded in ((DOMAIN_LOADERS, domains), (EVERY_DOMAIN_LOADERS, DOMAINS)):
             todo += [f"sweetflow.{d}.{part}" for loader, part in loaders.items() if loader in called for d in loaded]
@@ -187,11 +187,13 @@ def code_closure(module: str, domains: Iterable[str] = DOMAINS, root: Path = ROO
 
 
 @functools.cache
-def _read_module(path: Path, mtime_ns: int, size: int) -> tuple[list[str], set[str | None]]:
-    """A file's first-party imports and the names it calls, parsed once per version of the file
-    (`sweetflow dag sync` follows the same modules for every run of every stage)."""
+def _read_module(path: Path, mtime_ns: int, size: int, root: Path) -> tuple[list[str], set[str | None]]:
+    """A file's first-party imports (the modules of a package it names too) and the names it calls,
+    parsed once per version of the file (`sweetflow dag sync` follows the same modules for every run
+    of every stage)."""
     tree = ast.parse(path.read_text(), str(path))
-    return _imported(tree), {getattr(n.func, "id", None) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    imported = _imported(tree) + _package_modules(tree, root)
+    return imported, {getattr(n.func, "id", None) for n in ast.walk(tree) if isinstance(n, ast.Call)}
 
 
 def _module_file(name: str, root: Path) -> Path | None:
@@ -215,6 +217,18 @@ def _imported(tree: ast.AST) -> list[str]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
             names.append(node.value)
     return [n for n in names if n.split(".")[0] in FIRST_PARTY]
+
+
+def _package_modules(tree: ast.AST, root: Path) -> list[str]:
+    """Every module of a project package whose dotted name an AST spells as a string: a loader that
+    imports a package's modules by name (`policy_methods.load_methods`) may run any of them."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
+            package = root.joinpath(*node.value.split("."))
+            if (package / "__init__.py").is_file():
+                names += [f"{node.value}.{p.stem}" for p in sorted(package.glob("*.py")) if p.name != "__init__.py"]
+    return names
 
 
 def stage_code(spec: StageSpec, root: Path = ROOT) -> set[str]:

@@ -24,7 +24,7 @@ from sweetflow.core.params import (
     EvaluateParams,
     OfflineDataParams,
     PairsParams,
-    PolicyParams,
+    PolicyEntry,
     RankParams,
     RolloutParams,
     Section,
@@ -65,7 +65,7 @@ class Params(Section):
     rank: RankParams = Field(description=RankParams.__doc__)
     step_pairs: StepPairsParams = Field(description=StepPairsParams.__doc__)
     critic_check: CriticCheckParams = Field(description=CriticCheckParams.__doc__)
-    policies: dict[str, PolicyParams] = Field(
+    policies: dict[str, PolicyEntry] = Field(
         description="Trained policies, one stage `policy@<domain>-<name>` each (SWEET-RL and its baselines)."
     )
     seeds: list[int] = Field(

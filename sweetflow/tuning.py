@@ -35,6 +35,7 @@ from pathlib import Path
 
 from sweetflow.core import paths
 from sweetflow.core.errors import InputError
+from sweetflow.core.params import POLICY_METHODS
 
 LEARNING_RATES = (1e-4, 1e-3)
 EPOCHS = (1, 4)
@@ -56,15 +57,29 @@ FAITHFUL_NLL = (NO_NLL, OFFICIAL_NLL)
 STEP_PAIR_RULES = ("halves", "largest_gaps")
 
 
+def _faithful_rft(epochs: tuple[int, ...]) -> list[dict]:
+    return [{"epochs": e} for e in (1, 2, 3, 4)]
+
+
+def _faithful_mtdpo(epochs: tuple[int, ...]) -> list[dict]:
+    if len(epochs) != 2:
+        raise ValueError(f"the faithful grid gives MT-DPO two epoch counts (four configurations); got {epochs}")
+    return [{"epochs": e, **nll} for e in epochs for nll in FAITHFUL_NLL]
+
+
+def _faithful_sweet(epochs: tuple[int, ...]) -> list[dict]:
+    return [{"epochs": 1, STEP_PAIR_RULE: rule, **nll} for rule in STEP_PAIR_RULES for nll in FAITHFUL_NLL]
+
+
+# The faithful grid is each method's own knobs, as its paper tunes them: a method tuned there names its four here.
+FAITHFUL = {"rft": _faithful_rft, "mtdpo": _faithful_mtdpo, "sweet": _faithful_sweet}
+
+
 def faithful(method: str, epochs: tuple[int, ...]) -> list[dict]:
     """The `faithful` grid's four configurations of `method` at one learning rate."""
-    if method == "rft":
-        return [{"epochs": e} for e in (1, 2, 3, 4)]
-    if method == "mtdpo":
-        if len(epochs) != 2:
-            raise ValueError(f"the faithful grid gives MT-DPO two epoch counts (four configurations); got {epochs}")
-        return [{"epochs": e, **nll} for e in epochs for nll in FAITHFUL_NLL]
-    return [{"epochs": 1, STEP_PAIR_RULE: rule, **nll} for rule in STEP_PAIR_RULES for nll in FAITHFUL_NLL]
+    if method not in FAITHFUL:
+        raise ValueError(f"the faithful grid has no configurations of method {method!r} (tuning.FAITHFUL)")
+    return FAITHFUL[method](epochs)
 
 
 GRIDS = ("full", "lr-epochs", "faithful")
@@ -87,7 +102,7 @@ def configurations(
     if grid == "faithful":
         return [{"learning_rate": lr, **variant} for lr in learning_rates for variant in faithful(method, epochs)]
     plain = [{"learning_rate": lr, "epochs": e} for lr in learning_rates for e in epochs]
-    if method == "rft" or grid == "lr-epochs":
+    if not POLICY_METHODS[method].reads_preference or grid == "lr-epochs":
         return plain
     return [{**g, **nll} for g in plain for nll in NLL_SETTINGS]
 
@@ -229,11 +244,13 @@ def collect(
         metrics = _git_json(root, row["rev"], paths.validation_metrics(domain, policy))
         if metrics is None:
             continue  # failed before validating
-        keys = ("learning_rate", "epochs", *NLL_KEYS) + ((STEP_PAIR_RULE,) if method_of.get(policy) == "sweet" else ())
+        method = POLICY_METHODS.get(method_of.get(policy))
+        step_pairs = method is not None and method.reads_critic  # learns from step pairs, so from their rule
+        keys = ("learning_rate", "epochs", *NLL_KEYS) + ((STEP_PAIR_RULE,) if step_pairs else ())
         config = {k: row[params_key(policy, k)] for k in keys if row.get(params_key(policy, k)) is not None}
         config["epochs"] = int(config["epochs"])  # DVC reports every number as it parsed it, 4 as 4.0
-        if method_of.get(policy) == "rft":
-            for k in NLL_KEYS:  # RFT has no preference term: its NLL settings are not tuned
+        if method is not None and not method.reads_preference:
+            for k in NLL_KEYS:  # no preference term (RFT): its NLL settings are not tuned
                 config.pop(k, None)
         else:
             config = {**DEFAULT_NLL, **config}

@@ -13,9 +13,20 @@ import datetime
 import reprlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal, TypeVar
+from typing import Annotated, ClassVar, Literal, TypeVar, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import read_yaml
@@ -428,30 +439,97 @@ class CriticCheckParams(Section):
     seed: int = Field(description="Seed of the state sample and of the episodes.")
 
 
+METHODS_DOC = (
+    "The training method, which decides the other knobs' class: 'rft' (RftParams), 'mtdpo' (MtdpoParams), "
+    "'sweet' (SweetParams); sweetflow/rl/methods/<method>.py trains it."
+)
+
+
 class PolicyParams(TrainerParams, PreferenceParams):
     """One trained policy (stage `policy@<domain>-<name>`), initialised from the base model, one
-    checkpoint per seed of `seeds`."""
+    checkpoint per seed of `seeds`. The knobs every method's entry spells (so that `-S
+    policies.<name>.method=...` switches a method); each method is a subclass that names itself in
+    `method` and says which knobs it reads. Defining a subclass registers it (`POLICY_METHODS`)."""
 
-    method: Literal["rft", "mtdpo", "sweet"] = Field(
-        description="'rft': SFT on the successful offline trajectories; 'mtdpo': DPO on the trajectory pairs, "
-        "policy's view; 'sweet': DPO on the step pairs ranked by `critic`, with an NLL term."
+    method: str = Field(description=METHODS_DOC)
+    critic: str | None = Field(
+        description="The critic (a key of `critics`) whose step pairs the policy learns from; null for a method that "
+        "reads no critic."
     )
+    min_reward: dict[Domain, float] = Field(
+        description="Trajectories with at least this reward count as successful, by domain (backend: 1 is ColBench's "
+        "success; frontend: a similarity to the target); read by the methods that imitate successes."
+    )
+
+    reads_critic: ClassVar[bool] = False  # a method that learns from a critic's step pairs sets it
+    reads_preference: ClassVar[bool] = True  # beta, length_normalize and nll_*: a method that reads none unsets it
+
+    @model_validator(mode="after")
+    def _critic_if_read(self) -> PolicyParams:
+        if self.reads_critic and not self.critic:
+            raise ValueError(f"method {self.method!r} needs `critic` (the name of a critic under `critics`)")
+        if not self.reads_critic and self.critic:
+            raise ValueError(f"method {self.method!r} uses no critic; set `critic: null`")
+        return self
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        (name,) = get_args(cls.model_fields["method"].annotation)  # each method's `method` is one Literal
+        POLICY_METHODS[name] = cls
+
+
+# Every method's params class by its name, filled as each subclass of PolicyParams is defined: those
+# below, and any that a method's own module defines (sweetflow/rl/methods/).
+POLICY_METHODS: dict[str, type[PolicyParams]] = {}
+
+
+class RftParams(PolicyParams):
+    """Rejection fine-tuning: SFT on the offline trajectories whose reward reaches `min_reward`. Reads
+    no critic and no preference knob (beta, length_normalize, nll_*)."""
+
+    method: Literal["rft"] = Field(description=METHODS_DOC)
+    reads_preference: ClassVar[bool] = False
+    min_reward: dict[Domain, float] = Field(
+        description="Method 'rft': trajectories with at least this reward are kept, by domain (backend: 1 is "
+        "ColBench's success; frontend: a similarity to the target)."
+    )
+
+
+class MtdpoParams(PolicyParams):
+    """Multi-turn DPO on the trajectory pairs, every agent turn of a trajectory in one segment (the
+    policy's view). Reads the preference knobs; no critic, no min_reward."""
+
+    method: Literal["mtdpo"] = Field(description=METHODS_DOC)
+
+
+class SweetParams(PolicyParams):
+    """SWEET-RL: DPO on the step pairs ranked by the critic `critic`, with the NLL term on the chosen
+    actions. Reads the preference knobs; no min_reward."""
+
+    method: Literal["sweet"] = Field(description=METHODS_DOC)
+    reads_critic: ClassVar[bool] = True
     critic: str | None = Field(
         description="Method 'sweet': the critic (a key of `critics`) whose step pairs to learn from."
     )
-    min_reward: dict[Domain, float] = Field(
-        description="Method 'rft': trajectories with at least this reward are kept, by domain (backend: 1 is "
-        "ColBench's "
-        "success; frontend: a similarity to the target)."
-    )
 
-    @model_validator(mode="after")
-    def _sweet_needs_critic(self) -> PolicyParams:
-        if self.method == "sweet" and not self.critic:
-            raise ValueError("method 'sweet' needs `critic` (the name of a critic under `critics`)")
-        if self.method != "sweet" and self.critic:
-            raise ValueError(f"method {self.method!r} uses no critic; set `critic: null`")
-        return self
+
+def _as_method(value: object, validate: ValidatorFunctionWrapHandler) -> PolicyParams:
+    """A policy's entry validated by its method's class, as a discriminated union would, over the
+    methods known when it is read (POLICY_METHODS)."""
+    if isinstance(value, PolicyParams):
+        return value
+    method = value.get("method") if isinstance(value, dict) else None
+    if method not in POLICY_METHODS:
+        known = ", ".join(repr(m) for m in POLICY_METHODS)
+        raise PydanticCustomError(
+            "method", "unknown method {method}; known methods: {known}", {"method": repr(method), "known": known}
+        )
+    return POLICY_METHODS[method].model_validate(value)
+
+
+# A policy's entry: dumped with its method's own fields (SerializeAsAny), not only the base's.
+PolicyEntry = Annotated[SerializeAsAny[PolicyParams], WrapValidator(_as_method)]
 
 
 class EpisodeParams(Section):

@@ -195,6 +195,16 @@ def test_a_domain_stage_loads_only_its_own_domain():
     assert [p for p in backend if p.startswith("sweetflow/frontend")] == ["sweetflow/frontend/params.py"]
 
 
+def test_the_policy_stage_runs_every_method_module_including_one_just_added(tmp_path):
+    """Stage policy imports the methods by their package's name, not by an import statement."""
+    project = tmp_path / "project"
+    for package in ("stages", "sweetflow"):
+        shutil.copytree(ROOT / package, project / package, ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "sweetflow/rl/methods/throwaway.py").write_text("")
+    methods = {p for p in code_closure("stages.policy", root=project) if p.startswith("sweetflow/rl/methods/")}
+    assert methods == {f"sweetflow/rl/methods/{m}.py" for m in ("rft", "mtdpo", "sweet", "throwaway")}
+
+
 def test_package_init_files_hold_no_code():
     """A package's __init__.py runs whenever any of its modules is imported; it holds only a
     docstring, so that no stage needs to depend on it (code_closure leaves them out)."""

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from sweetflow.backend.params import ScoringRules
 from sweetflow.cli import main
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import MAX_PROBLEMS, ParamsError, describe_params
+from sweetflow.core.params import MAX_PROBLEMS, POLICY_METHODS, ParamsError, PolicyParams, describe_params
 from sweetflow.params import Params, load_params
 from tests.support.params import params_with
 from tests.support.project import ROOT, merge
@@ -60,7 +60,8 @@ def test_no_knob_has_a_default_in_the_models():
             d for field in model.model_fields.values() for m in models(field.annotation) for d in defaults(m)
         ]
 
-    assert defaults(Params) == []
+    # Each method's class is chosen by its `method` at validation: the annotation names only their base.
+    assert defaults(Params) + [d for m in POLICY_METHODS.values() for d in defaults(m)] == []
 
 
 @pytest.mark.parametrize(
@@ -91,6 +92,38 @@ def test_every_knob_has_a_description():
     described = {key for key, _, _ in rows}
     # `sweetflow params` lists every value of params.yaml (a mapping such as min_reward as one knob)
     assert all(any(leaf == key or leaf.startswith(key + ".") for key in described) for leaf in leaves(PROJECT))
+
+
+def test_a_policy_is_read_by_its_methods_class_and_its_errors_name_the_key(tmp_path):
+    params = load_params(ROOT / "params.yaml")
+    assert {name: type(p).__name__ for name, p in params.policies.items()} == {
+        "rft": "RftParams",
+        "mtdpo": "MtdpoParams",
+        "sweet": "SweetParams",
+        "sweet_no_info": "SweetParams",
+    }
+    bad = {"rft": {"critic": "with_info"}, "sweet": {"critic": None}, "mtdpo": {"method": "ppo"}}
+    with pytest.raises(ParamsError) as error:
+        load_params(write(tmp_path, {"policies": bad}))
+    message = str(error.value)
+    assert "policies.rft: Value error, method 'rft' uses no critic; set `critic: null`" in message
+    assert "policies.sweet: Value error, method 'sweet' needs `critic`" in message
+    assert "policies.mtdpo: unknown method 'ppo'; known methods: 'rft', 'mtdpo', 'sweet'" in message
+
+
+def test_a_method_class_defined_anywhere_reads_its_entries_with_its_own_knobs(tmp_path, monkeypatch):
+    monkeypatch.setattr("sweetflow.core.params.POLICY_METHODS", dict(POLICY_METHODS))
+
+    class ShortParams(PolicyParams):
+        method: typing.Literal["short"]
+        max_turns: int
+
+    entry = {**PROJECT["policies"]["rft"], "method": "short", "max_turns": 2}
+    params = load_params(write(tmp_path, {"policies": {"short": entry}}))
+    assert isinstance(params.policies["short"], ShortParams)
+    assert params.model_dump(mode="json")["policies"]["short"] == entry  # its own knob too
+    with pytest.raises(ParamsError, match=r"policies.short.max_turns: missing"):
+        load_params(write(tmp_path, {"policies": {"short": {k: v for k, v in entry.items() if k != "max_turns"}}}))
 
 
 def test_misspelled_key_is_named(tmp_path):

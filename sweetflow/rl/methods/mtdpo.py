@@ -1,0 +1,25 @@
+"""Multi-turn DPO: the preference loss on the trajectory pairs, every agent turn of a trajectory in one
+segment (the policy's view)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sweetflow.core import paths
+from sweetflow.core.params import MtdpoParams
+from sweetflow.rl.policy_methods import PreferenceTraining, Source
+from sweetflow.rl.sequences import trajectory_pair_data
+
+
+def training_data(p: MtdpoParams, source: Source) -> PreferenceTraining:
+    pairs_file = f"{paths.trajectory_pairs(source.domain)}/pairs.parquet"
+    pair_data, _, dropped = trajectory_pair_data(
+        source.tokenizer,
+        source.tasks,
+        source.trajectories,
+        pl.read_parquet(pairs_file),
+        with_info=False,  # the policy's view: no training-time information
+        scoring="all",  # every agent turn of a trajectory in one segment
+        max_length=source.max_length,
+    )
+    return PreferenceTraining(p, source, [pairs_file], pair_data, dropped)

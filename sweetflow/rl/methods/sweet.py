@@ -1,0 +1,25 @@
+"""SWEET-RL: the preference loss on the step pairs ranked by the critic `critic` (a state, then the
+chosen or the rejected candidate, that last turn scored), with the NLL term on the chosen actions."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sweetflow.core import paths
+from sweetflow.core.params import SweetParams
+from sweetflow.rl.policy_methods import PreferenceTraining, Source
+from sweetflow.rl.sequences import step_pair_data
+
+
+def training_data(p: SweetParams, source: Source) -> PreferenceTraining:
+    candidates_file = f"{paths.candidates(source.domain)}/candidates.parquet"
+    step_file = f"{paths.step_pairs(source.domain, p.critic)}/pairs.parquet"
+    pair_data, dropped = step_pair_data(
+        source.tokenizer,
+        source.tasks,
+        source.trajectories,
+        pl.read_parquet(candidates_file),
+        pl.read_parquet(step_file),
+        source.max_length,
+    )
+    return PreferenceTraining(p, source, [candidates_file, step_file], pair_data, dropped)

@@ -1,0 +1,119 @@
+"""What a policy-training method is to stage `policy`: each method is one module of
+sweetflow/rl/methods/, named as the method, whose `training_data(p, source)` reads the data it learns
+from and gives back its `Training` (what it read, its data counts, and its objective for one seed's
+run). Its params class is a subclass of `sweetflow.core.params.PolicyParams` (docs/architecture.md,
+Training methods: one module each)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import polars as pl
+import torch
+
+from sweetflow.core.errors import InputError
+from sweetflow.core.params import PolicyParams, TrainingParams
+from sweetflow.rl.logprobs import reference_segment_logps
+from sweetflow.rl.loop import Fitted, TrainRun, forward_batch_size
+from sweetflow.rl.loss import PreferenceLoss
+from sweetflow.rl.preference import ScoredPairs, train_preference
+from sweetflow.rl.sequences import PairData
+from sweetflow.rl.sft import Example, train_sft
+
+METHODS_PACKAGE = "sweetflow.rl.methods"
+
+
+@dataclass(frozen=True)
+class Source:
+    """What every method may train on: the domain's training tasks and offline trajectories, and the
+    base model (the reference of the preference methods) with its tokenizer."""
+
+    domain: str
+    tasks: dict[str, dict]  # the training tasks by task_id
+    trajectories: pl.DataFrame  # the offline rollout
+    rollout: str  # where the trajectories were read (messages name it)
+    base: object  # the base model, on the reference pass's device
+    tokenizer: object
+    pad_id: int
+    max_length: int  # the context: longer sequences are cut or dropped
+    engine: TrainingParams
+
+
+class Training(ABC):
+    """One method's data, read once, and its objective, run once per seed on a fresh base model."""
+
+    def __init__(self, inputs: list[str], data: dict[str, int]):
+        self.inputs = inputs  # the files it read besides the tasks, the rollout and the base model
+        self.data = data  # its counts, recorded in the manifest and the metrics
+
+    @abstractmethod
+    def run_name(self, policy: str, seed: int) -> str:
+        """The name of one seed's run (progress bar, tracker, errors)."""
+
+    @abstractmethod
+    def fit(self, model, run: TrainRun, pad_id: int) -> Fitted:
+        """Train `model` for one seed's run."""
+
+    def save(self, out: Path) -> None:
+        """Write what the method keeps beside the checkpoints (nothing, unless it says so)."""
+
+
+class SftTraining(Training):
+    """Supervised fine-tuning on whole dialogues."""
+
+    def __init__(self, inputs: list[str], data: dict[str, int], examples: list[Example]):
+        super().__init__(inputs, data)
+        self.examples = examples
+
+    def run_name(self, policy: str, seed: int) -> str:
+        return "sft"
+
+    def fit(self, model, run: TrainRun, pad_id: int) -> Fitted:
+        return train_sft(model, self.examples, [], run=run, pad_id=pad_id)
+
+
+class PreferenceTraining(Training):
+    """The preference loss (sweetflow.rl.loss) on pairs of segmented sequences, against the base
+    model's log-probs of them, computed once for every seed and kept as reference_logps.pt."""
+
+    def __init__(self, p: PolicyParams, source: Source, inputs: list[str], pair_data: PairData, dropped: int):
+        if not pair_data.pairs:
+            raise InputError(f"{inputs[-1]}: no preference pair to train on")
+        if p.nll_span == "dialogue":
+            pair_data = pair_data.with_context_segment()
+        data = {
+            "train_pairs": len(pair_data.pairs),
+            "pairs_too_long": dropped,
+            "train_tokens_per_epoch": pair_data.tokens(),
+        }
+        super().__init__(inputs, data)
+        batch = forward_batch_size(p, source.engine)
+        self.pairs = ScoredPairs(
+            pair_data, reference_segment_logps(source.base, pair_data.sequences, batch, source.pad_id)
+        )
+        self.p = p
+
+    def run_name(self, policy: str, seed: int) -> str:
+        return f"{policy} seed {seed}"
+
+    def fit(self, model, run: TrainRun, pad_id: int) -> Fitted:
+        loss = PreferenceLoss(self.p.beta, self.p.length_normalize, self.p.nll_coef, self.p.nll_span, self.p.nll_mean)
+        return train_preference(model, self.pairs, loss, run=run, pad_id=pad_id)
+
+    def save(self, out: Path) -> None:
+        torch.save({"sums": self.pairs.ref.sums, "counts": self.pairs.ref.counts}, out / "reference_logps.pt")
+
+
+def load_methods() -> dict[str, ModuleType]:
+    """Every method's module by its name. Importing them first defines the params classes that a
+    module holds itself (PolicyParams' subclasses register as they are defined)."""
+    package = importlib.import_module(METHODS_PACKAGE)
+    return {
+        info.name: importlib.import_module(f"{METHODS_PACKAGE}.{info.name}")
+        for info in pkgutil.iter_modules(package.__path__)
+    }
