@@ -25,10 +25,9 @@ import polars as pl
 import torch
 
 from stages._common import begin
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output, write_json
+from sweetflow.core.artifacts import write_json
 from sweetflow.core.errors import InputError, run_stage
-from sweetflow.core.tables import read_tasks
+from sweetflow.core.tables import CANDIDATES, PAIRS, TRAJECTORIES, read_tasks, task_file
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device, save_checkpoint
 from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.loop import TrainRun, forward_batch_size, launch, live_report
@@ -44,8 +43,8 @@ def main() -> None:
     p, engine = params.policies[name], params.training
     launch(engine)
 
-    tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
-    base_dir = paths.base_model(domain)
+    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
+    base_dir = stage.upstream("base_model")
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     trajectories = pl.read_parquet(rollout)
     base, tokenizer = load_checkpoint(base_dir, resolve_device(params.device))  # the reference pass's device
@@ -67,7 +66,7 @@ def main() -> None:
         pairs = None
     else:
         if p.method == "mtdpo":
-            pairs_file = f"{paths.trajectory_pairs(domain)}/pairs.parquet"
+            pairs_file = stage.upstream("trajectory_pairs", file=PAIRS)
             inputs.append(pairs_file)
             pair_data, _, dropped = trajectory_pair_data(
                 tokenizer,
@@ -80,8 +79,8 @@ def main() -> None:
                 max_turns=max_turns,
             )
         else:
-            candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
-            step_file = f"{paths.step_pairs(domain, p.critic)}/pairs.parquet"
+            candidates_file = stage.upstream("candidates", file=CANDIDATES)
+            step_file = stage.upstream("step_pairs", p.critic, file=PAIRS)
             inputs += [candidates_file, step_file]
             pair_data, dropped = step_pair_data(
                 tokenizer,
@@ -108,8 +107,8 @@ def main() -> None:
 
     summaries, runs = {}, {}
     with (
-        live_report(paths.stage_report(domain, "policies", name)) as live,
-        stage_output(stage.out, stage.name, stage.sections, inputs, p.seed) as out,
+        live_report(stage.report_dir) as live,
+        stage.output(inputs, p.seed, metrics=False) as out,  # DVCLive writes its metrics
     ):
         for seed in params.seeds:
             trainer = p.model_copy(update={"seed": p.seed + seed})

@@ -33,7 +33,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sweetflow.core import paths
+from sweetflow.core.definition import definition
 from sweetflow.core.errors import InputError
 
 LEARNING_RATES = (1e-4, 1e-3)
@@ -226,7 +226,7 @@ def collect(
         if tuned_on(name) != (_ref_safe(on) if on else None):
             continue
         policy = _policy_of(name, domain)
-        metrics = _git_json(root, row["rev"], paths.validation_metrics(domain, policy))
+        metrics = _git_json(root, row["rev"], definition("validate", domain, policy, root=root).metrics)
         if metrics is None:
             continue  # failed before validating
         keys = ("learning_rate", "epochs", *NLL_KEYS) + ((STEP_PAIR_RULE,) if method_of.get(policy) == "sweet" else ())

@@ -1,6 +1,8 @@
-"""A stage's own definition in dvc.yaml, as the running stage reads it: the params sections it declares
-and the paths of its output, metrics and plots. dvc.yaml is the one place they are written; the stage
-records exactly the sections declared there and writes where the definition says.
+"""A stage's definition in dvc.yaml, as the code reads it: the params sections it declares, the paths
+it depends on and the paths of its output, metrics and plots. dvc.yaml is the one place they are
+written; a stage records exactly the sections declared there, writes where its definition says and
+finds another stage's output by that stage's definition (`Stage.upstream`), as report reading and
+tuning do.
 
 DVC's parser (`sweetflow.dag.load_stages`) resolves the whole file and costs a second of imports in
 every stage, so one stage's entry is resolved here, with the templating dvc.yaml uses: `${item}` of a
@@ -24,6 +26,7 @@ TEMPLATE = re.compile(r"\$\{\s*([\w.]+)\s*\}")
 @dataclass(frozen=True)
 class Definition:
     params: tuple[str, ...]  # the params keys the stage declares: `critics.with_info`, `episodes.max_turns`
+    deps: tuple[str, ...]  # the data and code it depends on
     outs: tuple[str, ...]
     metrics: str | None  # its metrics file, when it has one
     plots: str | None  # its plots directory, when it has one
@@ -34,9 +37,12 @@ class Definition:
         return self.outs[0]
 
 
-def definition(kind: str, domain: str | None, item: str | None, values: dict, root: Path | str = ".") -> Definition:
+def definition(
+    kind: str, domain: str | None, item: str | None, values: dict | None = None, root: Path | str = "."
+) -> Definition:
     """The resolved entry of stage `kind` for `domain` and `item` (None where the stage has none);
-    `values` is params.yaml's data, which `${a.b}` reads."""
+    `values` is params.yaml's data, which `${a.b}` reads (only the params and the deps use it: a
+    reader of outputs alone may leave it out)."""
     path = Path(root) / DVC_YAML
     data = read_yaml(path)
     stages = data.get("stages", {}) if isinstance(data, dict) else {}
@@ -54,15 +60,18 @@ def definition(kind: str, domain: str | None, item: str | None, values: dict, ro
         scope = {}
 
     def resolve(text: str) -> str:
-        return TEMPLATE.sub(lambda m: str(_lookup({**values, **scope}, m.group(1), path)), text)
+        return TEMPLATE.sub(lambda m: str(_lookup({**(values or {}), **scope}, m.group(1), path)), text)
+
+    def paths(entries: list | None) -> tuple[str, ...]:
+        return tuple(resolve(next(iter(e)) if isinstance(e, dict) else e) for e in entries or [])
 
     def first(entries: list | None) -> str | None:
-        names = [next(iter(e)) if isinstance(e, dict) else e for e in entries or []]
-        return resolve(names[0]) if names else None
+        return next(iter(paths(entries)), None)
 
     return Definition(
         params=tuple(resolve(p) for p in body.get("params", [])),
-        outs=tuple(resolve(next(iter(o)) if isinstance(o, dict) else o) for o in body.get("outs", [])),
+        deps=paths(body.get("deps")),
+        outs=paths(body.get("outs")),
         metrics=first(body.get("metrics")),
         plots=first(body.get("plots")),
     )
