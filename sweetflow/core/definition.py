@@ -45,7 +45,13 @@ def definition(
     reader of outputs alone may leave it out)."""
     path = Path(root) / DVC_YAML
     data = read_yaml(path)
-    stages = data.get("stages", {}) if isinstance(data, dict) else {}
+    return resolve_entry(data.get("stages", {}) if isinstance(data, dict) else {}, kind, domain, item, values, path)
+
+
+def resolve_entry(
+    stages: dict, kind: str, domain: str | None, item: str | None, values: dict | None, path: Path
+) -> Definition:
+    """`definition` of the `stages` of a dvc.yaml already read; `path` names the file in errors."""
     if kind not in stages:
         raise InputError(f"{path}: no stage {kind!r}")
     entry = stages[kind]
