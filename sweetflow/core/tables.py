@@ -24,6 +24,7 @@ from sweetflow.core.params import Params
 # the output directories themselves are named once, in dvc.yaml (`Stage.upstream` reads them there).
 TRAJECTORIES = "trajectories.parquet"  # the episodes of demos, rollout, evaluate and critic_check
 SEED_TRAJECTORIES = "trajectories-seed{seed}.parquet"  # a checkpoint evaluation's episodes of one seed
+EPISODE_FILES = "trajectories*.parquet"  # either: what an evaluation's directory holds
 CANDIDATES = "candidates.parquet"  # candidates': the sampled candidates; rank's: with their scores
 PAIRS = "pairs.parquet"  # trajectory_pairs' and step_pairs' preference pairs
 LABELS = "labels.parquet"  # candidate_labels': each candidate's label

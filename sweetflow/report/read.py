@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from sweetflow.core.errors import InputError
+from sweetflow.core.tables import EPISODE_FILES
 from sweetflow.domain_report import DomainReport, get_domain_report
 from sweetflow.report.behaviour import behaviour_rows
 from sweetflow.report.intervals import Interval, method_intervals
@@ -289,7 +290,7 @@ class DomainResults:
 
 def episodes_have(evaluations: Path, column: str) -> bool:
     """Whether the evaluated episodes record `column` (every method's are scored alike in a run)."""
-    files = sorted(evaluations.glob("*/trajectories*.parquet"))
+    files = sorted(evaluations.glob(f"*/{EPISODE_FILES}"))
     return bool(files) and column in pl.read_parquet_schema(files[0])
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from sweetflow.core.params import Params
+from sweetflow.core.tables import task_file
 from sweetflow.domain_report import get_domain_report
 from sweetflow.report.episodes import dialogues, read_episodes, sweet_states
 from sweetflow.report.intervals import Interval
@@ -209,8 +210,8 @@ def write_run_site(
             for m in _method_order(data / "evaluations")
             if (f := read_episodes(data / "evaluations" / m)) is not None
         }
-        tasks = read_tasks_by_id([data / "tasks" / "test.parquet"])
-        train = read_tasks_by_id([data / "tasks" / "train.parquet"])
+        tasks = read_tasks_by_id([data / "tasks" / task_file("test")])
+        train = read_tasks_by_id([data / "tasks" / task_file("train")])
         states = sweet_states(data, train) if r.domain in params.train_domains else None
         links += write_domain_pages(site, r.domain, methods, tasks, params, states)
     shown = []

@@ -46,7 +46,9 @@ def test_a_stage_finds_an_upstream_output_by_its_producers_name(monkeypatch):
     assert policy.upstream("base_model") == "models/frontend/base"
     assert policy.upstream("tasks", file=task_file("train")) == "data/frontend/tasks/train.parquet"
     report = _stage("report", None, None)
-    assert report.upstream("candidates", domain="backend", file=CANDIDATES) == "data/backend/candidates/candidates.parquet"
+    assert (
+        report.upstream("candidates", domain="backend", file=CANDIDATES) == "data/backend/candidates/candidates.parquet"
+    )
 
 
 def test_an_output_the_entry_does_not_declare_is_named(monkeypatch):
