@@ -22,7 +22,7 @@ from pathlib import Path
 
 from sweetflow.core import reproducibility
 from sweetflow.core.artifacts import StageOutput, stage_output
-from sweetflow.core.definition import Definition, definition
+from sweetflow.core.definition import Definition, definition, output_of
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import DOMAINS, AgentParams, Params, load_params, section_of
 
@@ -67,12 +67,10 @@ class Stage:
         agent), or the `file` inside it, where dvc.yaml puts it. An input error unless this stage's
         entry declares it among its deps (the path itself or a directory holding it): what a stage
         reads is what DVC reruns it for."""
-        path = definition(kind, domain or self.domain, item, self.params.model_dump(mode="json")).out
-        if file is not None:
-            path = f"{path}/{file}"
-        if not any(Path(path).is_relative_to(dep) for dep in self.definition.deps):
-            raise InputError(f"dvc.yaml: stage {self.name!r} reads {path}: add it to its deps")
-        return path
+        path = output_of(kind, domain or self.domain, item, file)
+        if not any(path.is_relative_to(dep) for dep in self.definition.deps):
+            raise InputError(f"dvc.yaml: stage {self.name!r} reads {path.as_posix()}: add it to its deps")
+        return path.as_posix()
 
     def output(
         self, inputs: list[Path | str], seed: int | None = None, *, metrics: bool = True, out: Path | str | None = None

@@ -54,7 +54,7 @@ def main() -> None:
                 (out.dir / "methods.png", "The headline metrics per method (mean ± std over seeds)"),
                 (out.dir / "training_curves.png", "Training loss per run; a line per seed for the policies"),
             ]
-            write_run_site(site.dir, results, plots, params, DATA)
+            write_run_site(site.dir, results, plots, params, evaluations)
     # The same text at the top of reports/; its image links point into summary/.
     markdown = render_markdown(results, params.seeds, plots=SUMMARY.name)
     tmp = temporary_path(RESULTS_MD)

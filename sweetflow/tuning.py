@@ -384,9 +384,9 @@ def launch_critics(
     return names
 
 
-# What a critic's trial reads: stage report directory -> the metrics kept from it.
+# What a critic's trial reads: stage -> the metrics kept from its metrics file (where dvc.yaml puts it).
 CRITIC_METRICS = {
-    "critics": ("heldout_accuracy", "eval_nll_initial", "eval_nll_final", "heldout_kl_to_reference"),
+    "critic": ("heldout_accuracy", "eval_nll_initial", "eval_nll_final", "heldout_kl_to_reference"),
     "critic_quality": ("good_vs_bad_accuracy", "states_mixed"),
     "step_pairs": ("score_length_corr",),
 }
@@ -416,7 +416,7 @@ def collect_critics(domain: str, root: Path = Path("."), commits: int = 1, on: s
         critic = name[len(prefix) : name.index("-lr")]
         metrics = {}
         for stage, keys in CRITIC_METRICS.items():
-            found = _git_json(root, row["rev"], f"reports/{domain}/stages/{stage}/{critic}/metrics.json") or {}
+            found = _git_json(root, row["rev"], definition(stage, domain, critic, root=root).metrics) or {}
             metrics |= {key: found.get(key) for key in keys}
         if metrics["good_vs_bad_accuracy"] is None:
             continue  # failed before measuring it, or a domain without labels

@@ -25,8 +25,10 @@ TEMPLATE = re.compile(r"\$\{\s*([\w.]+)\s*\}")
 
 @dataclass(frozen=True)
 class Definition:
-    params: tuple[str, ...]  # the params keys the stage declares: `critics.with_info`, `episodes.max_turns`
-    deps: tuple[str, ...]  # the data and code it depends on
+    # The params keys the stage declares (`critics.with_info`, `episodes.max_turns`) and the data and
+    # code it depends on; None when read without params.yaml's values, which their `${a.b}` may need.
+    params: tuple[str, ...] | None
+    deps: tuple[str, ...] | None
     outs: tuple[str, ...]
     metrics: str | None  # its metrics file, when it has one
     plots: str | None  # its plots directory, when it has one
@@ -41,11 +43,31 @@ def definition(
     kind: str, domain: str | None, item: str | None, values: dict | None = None, root: Path | str = "."
 ) -> Definition:
     """The resolved entry of stage `kind` for `domain` and `item` (None where the stage has none);
-    `values` is params.yaml's data, which `${a.b}` reads (only the params and the deps use it: a
-    reader of outputs alone may leave it out)."""
+    `values` is params.yaml's data, which `${a.b}` reads; without it, the params and deps are left
+    unresolved (None): a reader of outputs alone needs neither."""
     path = Path(root) / DVC_YAML
     data = read_yaml(path)
     return resolve_entry(data.get("stages", {}) if isinstance(data, dict) else {}, kind, domain, item, values, path)
+
+
+def output_of(
+    kind: str, domain: str | None, item: str | None = None, file: str | None = None, root: Path | str = "."
+) -> Path:
+    """Where stage `kind` of `domain` and `item` writes its output (or the `file` inside it), as its
+    entry says: how code outside a stage (the report's reading, tuning) finds an output by its
+    producer's name. Relative to the project, as dvc.yaml writes it."""
+    out = Path(definition(kind, domain, item, root=root).out)
+    return out / file if file is not None else out
+
+
+def outputs_of(kind: str, domain: str | None) -> dict[str, Path]:
+    """The outputs on disk of every item of stage `kind` for `domain` (a critic's, a policy's), by
+    item, sorted: its entry's output with the item a wildcard. What a reader shows is what ran, with
+    no params section of its own to name the items."""
+    pattern = definition(kind, domain, "*").out
+    if Path(pattern).name != "*":
+        raise InputError(f"{DVC_YAML}: stage {kind!r}: its output does not end in its item")
+    return {path.name: path for path in sorted(Path().glob(pattern)) if path.is_dir()}
 
 
 def resolve_entry(
@@ -75,8 +97,8 @@ def resolve_entry(
         return next(iter(paths(entries)), None)
 
     return Definition(
-        params=tuple(resolve(p) for p in body.get("params", [])),
-        deps=paths(body.get("deps")),
+        params=None if values is None else tuple(resolve(p) for p in body.get("params", [])),
+        deps=None if values is None else paths(body.get("deps")),
         outs=paths(body.get("outs")),
         metrics=first(body.get("metrics")),
         plots=first(body.get("plots")),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow.core.definition import definition
+from sweetflow.core.definition import output_of
 from sweetflow.core.domains import domain_module
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import Params
@@ -105,7 +105,7 @@ def read_parquet(path: Path | str, columns: list[str] | None = None) -> pl.DataF
 def read_tasks(domain: str, split: str) -> list[dict]:
     """The checked task table of a domain's split, as records, each with its `domain` (which the
     views of its episodes carry)."""
-    path = Path(definition("tasks", domain, None).out) / task_file(split)
+    path = output_of("tasks", domain, file=task_file(split))
     if not path.exists():
         raise FileNotFoundError(f"{path}: task table not found (run the `tasks@{domain}` stage first)")
     return [{**task, "domain": domain} for task in read_parquet(path).to_dicts()]

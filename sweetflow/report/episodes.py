@@ -13,13 +13,14 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow.core.tables import CANDIDATES, EPISODE_FILES, LABELS, PAIRS, PICKED, TRAJECTORIES
+from sweetflow.core.definition import output_of, outputs_of
+from sweetflow.core.tables import CANDIDATES, EPISODE_FILES, LABELS, PAIRS, PICKED, SEED_TRAJECTORIES, TRAJECTORIES
 from sweetflow.domain_report import DomainReport
 from sweetflow.rl.critic_check import SEPARATOR
 
 # SWEET-RL states shown: those whose critic's best and worst candidates were played out come first.
 MAX_STATES = 40
-SEED_FILE = re.compile(r"trajectories-seed(\d+)\.parquet$")
+SEED_FILE = re.compile(re.escape(SEED_TRAJECTORIES).replace(re.escape("{seed}"), r"(\d+)") + "$")
 
 
 def read_episodes(directory: Path) -> pl.DataFrame | None:
@@ -81,24 +82,29 @@ def read_table(path: Path) -> pl.DataFrame | None:
     return pl.read_parquet(path) if path.is_file() else None
 
 
-def sweet_states(data: Path, tasks: dict[str, dict]) -> dict | None:
-    """SWEET-RL at sampled states of `data` (data/<domain>): the dialogue so far, the candidate
-    actions, each critic's score of each, its label (good or bad), the critic check's played-out
-    outcomes and each critic's step pairs; None before the candidates stage has run."""
-    candidates = read_table(data / "candidates" / CANDIDATES)
-    rollout = read_table(data / "rollout" / TRAJECTORIES)
+def sweet_states(domain: str, tasks: dict[str, dict]) -> dict | None:
+    """SWEET-RL at sampled states of `domain`, each stage's output found by its entry in dvc.yaml: the
+    dialogue so far, the candidate actions, each ranking critic's score of each, its label (good or
+    bad), the critic check's played-out outcomes and each critic's step pairs; None before the
+    candidates stage has run."""
+    candidates = read_table(output_of("candidates", domain, file=CANDIDATES))
+    rollout = read_table(output_of("rollout", domain, file=TRAJECTORIES))
     if candidates is None or rollout is None:
         return None
-    critics = sorted(d.name for d in (data / "ranked").iterdir() if d.is_dir()) if (data / "ranked").is_dir() else []
-    picked = {c: read_table(data / "critic_check" / c / PICKED) for c in critics}
+    critics = list(outputs_of("rank", domain))
+    picked = {c: read_table(output_of("critic_check", domain, c, PICKED)) for c in critics}
     checked = sorted({s for f in picked.values() if f is not None for s in f["state_id"].to_list()})
     states = list(dict.fromkeys(checked + sorted(candidates["state_id"].unique().to_list())))[:MAX_STATES]
     chosen = candidates.filter(pl.col("state_id").is_in(states))
     dialogues = {(t, s): d for t, s, d in rollout.select("task_id", "sample", "dialogue").iter_rows()}
-    scores = {c: _by_state(read_table(data / "ranked" / c / CANDIDATES), ["candidate", "score"]) for c in critics}
-    pairs = {c: _by_state(read_table(data / "step_pairs" / c / PAIRS), ["chosen", "rejected"]) for c in critics}
-    labels = _by_state(read_table(data / "candidate_labels" / LABELS), ["candidate", "kind", "good"])
-    played = {c: _played_out(data / "critic_check" / c, picked[c]) for c in critics}
+    scores = {
+        c: _by_state(read_table(output_of("rank", domain, c, CANDIDATES)), ["candidate", "score"]) for c in critics
+    }
+    pairs = {
+        c: _by_state(read_table(output_of("step_pairs", domain, c, PAIRS)), ["chosen", "rejected"]) for c in critics
+    }
+    labels = _by_state(read_table(output_of("candidate_labels", domain, file=LABELS)), ["candidate", "kind", "good"])
+    played = {c: _played_out(output_of("critic_check", domain, c), picked[c]) for c in critics}
     out = []
     for state_id in states:
         rows = chosen.filter(pl.col("state_id") == state_id).sort("candidate")
