@@ -5,12 +5,13 @@ finds another stage's output there, by that stage's name, only where its own ent
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
 
 from stages._common import Stage
-from sweetflow.core.definition import definition
+from sweetflow.core.definition import definition, output_of, outputs_of
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import load_params
 from sweetflow.core.tables import CANDIDATES, PAIRS, task_file
@@ -59,6 +60,25 @@ def test_an_output_the_entry_does_not_declare_is_named(monkeypatch):
         policy.upstream("tasks", file=task_file("test"))
     with pytest.raises(InputError, match=r"reads data/backend/critic_check/with_info"):
         policy.upstream("critic_check", "with_info")
+
+
+def test_code_outside_a_stage_finds_outputs_by_their_producers_name(tmp_path, monkeypatch):
+    """The report and tuning read outputs as stages do, without params.yaml (rollout's params need it)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dvc.yaml").write_text((ROOT / "dvc.yaml").read_text())
+    assert output_of("rollout", "backend").as_posix() == "data/backend/rollout"
+    assert output_of("rank", "frontend", "with_info", CANDIDATES).as_posix() == (
+        "data/frontend/ranked/with_info/candidates.parquet"
+    )
+    assert definition("rollout", "backend", None).params is None
+    for critic in ("b", "a"):
+        (tmp_path / "data/backend/ranked" / critic).mkdir(parents=True)
+    (tmp_path / "data/backend/ranked/notes.txt").write_text("not an output")
+    (tmp_path / "data/frontend/ranked/c").mkdir(parents=True)
+    assert outputs_of("rank", "backend") == {"a": Path("data/backend/ranked/a"), "b": Path("data/backend/ranked/b")}
+    assert list(outputs_of("rank", "frontend")) == ["c"]
+    with pytest.raises(InputError, match="stage 'rollout': its output does not end in its item"):
+        outputs_of("rollout", "backend")
 
 
 def test_a_stage_dvc_yaml_lacks_or_a_value_params_lack_is_named(tmp_path):
