@@ -100,31 +100,6 @@ def _grow(tree: Tree, node, root: Path) -> None:
         _grow(tree.add(_label(parent, root)), parent, root)
 
 
-def parser_dag(sub: argparse._SubParsersAction) -> None:
-    """The command line of `sweetflow dag`."""
-    p = sub.add_parser("dag", help="keep dvc.yaml's code dependencies what each stage's imports say")
-    p.add_argument(
-        "action",
-        choices=["sync"],
-        help="sync: add to each stage's deps the project's files it runs and none covers, drop the code deps "
-        "that cover nothing it runs (a line with a comment stays), and print each change",
-    )
-    p.add_argument("--check", action="store_true", help="change nothing; exit 1 when dvc.yaml is out of sync")
-    p.add_argument("--root", type=Path, default=Path("."), help="the project (its dvc.yaml and params.yaml)")
-    p.set_defaults(func=cmd_dag)
-
-
-def cmd_dag(args: argparse.Namespace) -> int:
-    from sweetflow.dag import sync_dvc_yaml
-
-    changes = sync_dvc_yaml(args.root.resolve(), write=not args.check)
-    for change in changes:
-        console.print(change, highlight=False, markup=False)
-    if not changes:
-        console.print("dvc.yaml: code deps in sync", highlight=False)
-    return 1 if args.check and changes else 0
-
-
 def parser_score(sub: argparse._SubParsersAction) -> None:
     """The command line of `sweetflow score`."""
     p = sub.add_parser("score", help="score trajectories in ColBench's output shape (JSONL with task and answer)")
@@ -470,7 +445,6 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (
         parser_params,
         parser_lineage,
-        parser_dag,
         parser_score,
         parser_export,
         parser_tune,

@@ -5,8 +5,7 @@ templating resolve exactly as `dvc repro` resolves them and the DAG is written o
 needs to run (cores, memory, GPUs, time) is declared beside it too, in its `meta: {resources: ...}`,
 which DVC keeps but ignores and the Snakefile turns into the rule's `threads` and `resources`.
 `code_closure` lists the project's source files a stage's module may import, which its `deps`
-in dvc.yaml must cover: `sweetflow dag sync` writes them there (`sync_dvc_yaml`), and a test fails
-while dvc.yaml is out of sync.
+in dvc.yaml must cover (a test holds them to it).
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sweetflow.core.params import DOMAINS
@@ -74,12 +72,6 @@ class StageSpec:
         """The domain the stage runs for: its module's first argument, when it names one."""
         words = self.cmd.split()
         return words[3] if len(words) > 3 and words[3] in DOMAINS else None
-
-    @property
-    def item(self) -> str | None:
-        """Its critic, policy or agent: the module's second argument, when it has one."""
-        words = self.cmd.split()
-        return words[4] if len(words) > 4 else None
 
 
 def rule_name(stage_name: str) -> str:
@@ -220,108 +212,3 @@ def uncovered_code(spec: StageSpec, root: Path = ROOT) -> list[str]:
     domains = [spec.domain] if spec.domain else list(DOMAINS)
     code = code_closure(spec.module, domains, root) if spec.module else set()
     return sorted(path for path in code if not any(Path(path).is_relative_to(dep) for dep in spec.deps))
-
-
-# A dep on the project's own source (the rest are data, models and configs) and a `- path  # why` line of
-# a deps list.
-CODE_PREFIXES = tuple(f"{package}/" for package in FIRST_PARTY)
-DEP_LINE = re.compile(r"^(?P<indent>\s+)- (?P<path>[^\s#]+)(?P<comment>\s+#.*)?$")
-
-
-def sync_dvc_yaml(root: Path = ROOT, write: bool = True) -> list[str]:
-    """Bring dvc.yaml's code deps in `root` in line with the code each stage runs (`sync_code_deps`),
-    rewriting the file when `write`; returns the changes (none: it was in sync)."""
-    path = root / "dvc.yaml"
-    text = path.read_text()
-    instances = [(spec.module.removeprefix("stages."), spec.domain, spec.item) for spec in load_stages(root)]
-    values = yaml.safe_load((root / "params.yaml").read_text())
-    new, changes = sync_code_deps(text, instances, values, root)
-    if write and new != text:
-        path.write_text(new)
-    return changes
-
-
-def sync_code_deps(
-    text: str, instances: Iterable[tuple[str, str | None, str | None]], values: dict, root: Path = ROOT
-) -> tuple[str, list[str]]:
-    """dvc.yaml's `text` with each stage's code deps made what `code_closure` finds, for `instances`
-    (each stage's kind, domain and item, as `load_stages` lists them) and params.yaml's `values`:
-
-    - a file that an instance of the entry runs and none of its deps covers is added, after the
-      entry's last code dep; one under `sweetflow/<domain>/` is written with the entry's domain
-      variable when every instance runs its own domain's and every domain has it;
-    - a code dep that covers nothing any instance runs is removed, unless its line says why it is
-      there (a comment: a file read as data, or imported in a way the closure does not follow).
-
-    Everything else of the file, comments and order included, stays as it is. Returns the new text and
-    the changes, `<stage>: + <path>` and `<stage>: - <path>`."""
-    from sweetflow.core.definition import DVC_YAML, resolve_entry
-
-    stages = yaml.safe_load(text)["stages"]
-    lines = text.splitlines(keepends=True)
-    groups: dict[str, list[tuple[str | None, str | None]]] = {}
-    for kind, domain, item in instances:
-        groups.setdefault(kind, []).append((domain, item))
-    removed, inserted, changes = set(), {}, []
-    for kind, group in groups.items():
-        entry = stages[kind]
-        variable = "${item.domain}" if "matrix" in entry else "${item}" if "foreach" in entry else None
-        templates = list(entry.get("do", entry).get("deps", []))
-        at = _dep_lines(lines, kind, templates)
-        resolved = {i: resolve_entry(stages, kind, *i, values, Path(DVC_YAML)).deps for i in group}
-        code = {i: code_closure(f"stages.{kind}", [i[0]] if i[0] else DOMAINS, root) for i in group}
-
-        def covers(k: int, instance: tuple[str | None, str | None], code=code, resolved=resolved) -> bool:
-            return any(Path(f).is_relative_to(resolved[instance][k]) for f in code[instance])
-
-        stale = {
-            k
-            for k, template in enumerate(templates)
-            if template.startswith(CODE_PREFIXES)
-            and not DEP_LINE.match(lines[at[k]])["comment"]
-            and not any(covers(k, i) for i in group)
-        }
-        missing = {
-            i: {
-                f
-                for f in code[i]
-                if not any(Path(f).is_relative_to(d) for k, d in enumerate(resolved[i]) if k not in stale)
-            }
-            for i in group
-        }
-        added = set()
-        for (domain, _), files in missing.items():
-            for f in files:
-                own = f"sweetflow/{domain}/"
-                every = variable and domain and f.startswith(own)
-                every = every and all(f.replace(own, f"sweetflow/{d}/", 1) in missing[(d, n)] for d, n in group)
-                every = every and all((root / f.replace(own, f"sweetflow/{d}/", 1)).is_file() for d in DOMAINS)
-                added.add(f.replace(own, f"sweetflow/{variable}/", 1) if every else f)
-        name = kind if variable is None else f"{kind}@*"
-        changes += [f"{name}: - {templates[k]}" for k in sorted(stale)] + [f"{name}: + {f}" for f in sorted(added)]
-        removed |= {at[k] for k in stale}
-        last = max(at[k] for k, t in enumerate(templates) if t.startswith(CODE_PREFIXES) and k not in stale)
-        indent = DEP_LINE.match(lines[last])["indent"]
-        inserted[last] = [f"{indent}- {f}\n" for f in sorted(added)]
-    out = []
-    for n, line in enumerate(lines):
-        out += [] if n in removed else [line]
-        out += inserted.get(n, [])
-    return "".join(out), changes
-
-
-def _dep_lines(lines: list[str], kind: str, templates: list[str]) -> list[int]:
-    """The line of each of stage `kind`'s deps in dvc.yaml's `lines`, in order."""
-    start = lines.index(f"  {kind}:\n")
-    deps = next(n for n in range(start + 1, len(lines)) if lines[n].strip() == "deps:")
-    depth = len(lines[deps]) - len(lines[deps].lstrip())
-    found = []
-    for n in range(deps + 1, len(lines)):
-        line = lines[n]
-        if line.strip() and not line.lstrip().startswith("#") and len(line) - len(line.lstrip()) <= depth:
-            break  # the entry's next key
-        if DEP_LINE.match(line):
-            found.append(n)
-    if [DEP_LINE.match(lines[n])["path"] for n in found] != templates:
-        raise ValueError(f"dvc.yaml: stage {kind!r}: its deps are not one `- path` line each")
-    return found

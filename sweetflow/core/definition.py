@@ -1,8 +1,8 @@
 """A stage's definition in dvc.yaml, as the code reads it: the params sections it declares, the paths
 it depends on and the paths of its output, metrics and plots. dvc.yaml is the one place they are
 written; a stage records exactly the sections declared there, writes where its definition says and
-finds another stage's output by that stage's definition (`Stage.upstream`), as report reading and
-tuning do.
+finds another stage's output by that stage's definition (`Stage.upstream`), as the report's reading
+and tuning do (`output_of`).
 
 DVC's parser (`sweetflow.dag.load_stages`) resolves the whole file and costs a second of imports in
 every stage, so one stage's entry is resolved here, with the templating dvc.yaml uses: `${item}` of a
@@ -47,33 +47,7 @@ def definition(
     unresolved (None): a reader of outputs alone needs neither."""
     path = Path(root) / DVC_YAML
     data = read_yaml(path)
-    return resolve_entry(data.get("stages", {}) if isinstance(data, dict) else {}, kind, domain, item, values, path)
-
-
-def output_of(
-    kind: str, domain: str | None, item: str | None = None, file: str | None = None, root: Path | str = "."
-) -> Path:
-    """Where stage `kind` of `domain` and `item` writes its output (or the `file` inside it), as its
-    entry says: how code outside a stage (the report's reading, tuning) finds an output by its
-    producer's name. Relative to the project, as dvc.yaml writes it."""
-    out = Path(definition(kind, domain, item, root=root).out)
-    return out / file if file is not None else out
-
-
-def outputs_of(kind: str, domain: str | None) -> dict[str, Path]:
-    """The outputs on disk of every item of stage `kind` for `domain` (a critic's, a policy's), by
-    item, sorted: its entry's output with the item a wildcard. What a reader shows is what ran, with
-    no params section of its own to name the items."""
-    pattern = definition(kind, domain, "*").out
-    if Path(pattern).name != "*":
-        raise InputError(f"{DVC_YAML}: stage {kind!r}: its output does not end in its item")
-    return {path.name: path for path in sorted(Path().glob(pattern)) if path.is_dir()}
-
-
-def resolve_entry(
-    stages: dict, kind: str, domain: str | None, item: str | None, values: dict | None, path: Path
-) -> Definition:
-    """`definition` of the `stages` of a dvc.yaml already read; `path` names the file in errors."""
+    stages = data.get("stages", {}) if isinstance(data, dict) else {}
     if kind not in stages:
         raise InputError(f"{path}: no stage {kind!r}")
     entry = stages[kind]
@@ -103,6 +77,26 @@ def resolve_entry(
         metrics=first(body.get("metrics")),
         plots=first(body.get("plots")),
     )
+
+
+def output_of(
+    kind: str, domain: str | None, item: str | None = None, file: str | None = None, root: Path | str = "."
+) -> Path:
+    """Where stage `kind` of `domain` and `item` writes its output (or the `file` inside it), as its
+    entry says: how code outside a stage (the report's reading, tuning) finds an output by its
+    producer's name. Relative to the project, as dvc.yaml writes it."""
+    out = Path(definition(kind, domain, item, root=root).out)
+    return out / file if file is not None else out
+
+
+def outputs_of(kind: str, domain: str | None) -> dict[str, Path]:
+    """The outputs on disk of every item of stage `kind` for `domain` (a critic's, a policy's), by
+    item, sorted: its entry's output with the item a wildcard. What a reader shows is what ran, with
+    no params section of its own to name the items."""
+    pattern = definition(kind, domain, "*").out
+    if Path(pattern).name != "*":
+        raise InputError(f"{DVC_YAML}: stage {kind!r}: its output does not end in its item")
+    return {path.name: path for path in sorted(Path().glob(pattern)) if path.is_dir()}
 
 
 def _lookup(data: object, dotted: str, where: Path) -> object:

@@ -15,14 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from sweetflow.core.params import InputDir, Params, ParamsError, load_params
-from sweetflow.dag import (
-    code_closure,
-    load_stages,
-    snakemake_inputs,
-    stage_resources,
-    sync_code_deps,
-    uncovered_code,
-)
+from sweetflow.dag import code_closure, load_stages, snakemake_inputs, stage_resources, uncovered_code
 from tests.support.project import ROOT
 
 STAGES = load_stages(ROOT)
@@ -31,50 +24,7 @@ STAGES = load_stages(ROOT)
 @pytest.mark.parametrize("spec", STAGES, ids=lambda s: s.name)
 def test_every_stage_depends_on_the_code_it_imports(spec):
     assert spec.module, f"{spec.name}: its cmd runs no stage module"
-    assert uncovered_code(spec) == [], f"{spec.name}: run `sweetflow dag sync`"
-
-
-INSTANCES = [(s.module.removeprefix("stages."), s.domain, s.item) for s in STAGES]
-DVC_YAML = (ROOT / "dvc.yaml").read_text()
-VALUES = load_params(ROOT / "params.yaml").model_dump(mode="json")
-
-
-def test_dvc_yaml_code_deps_are_in_sync():
-    """What `sweetflow dag sync` would change: nothing, or the commit forgot to run it."""
-    assert sync_code_deps(DVC_YAML, INSTANCES, VALUES) == (DVC_YAML, [])
-
-
-def test_sync_adds_what_a_stage_imports_and_drops_what_it_does_not():
-    start = DVC_YAML.index("\n  critic:\n")
-    entry = DVC_YAML[start : DVC_YAML.index("\n  candidates:\n")]
-    edited = entry.replace("      - sweetflow/views.py\n", "").replace(
-        "      - sweetflow/dialogue.py\n", "      - sweetflow/dialogue.py\n      - sweetflow/tuning.py\n"
-    )
-    edited = edited.replace("      - sweetflow/${item.domain}/instructions.py  # what the policy is told\n", "")
-    text, changes = sync_code_deps(DVC_YAML.replace(entry, edited), INSTANCES, VALUES)
-    assert changes == [
-        "critic@*: - sweetflow/tuning.py",
-        "critic@*: + sweetflow/${item.domain}/instructions.py",
-        "critic@*: + sweetflow/views.py",
-    ]
-    # Added after the entry's last code dep, in order; the lines around them as they were.
-    assert (
-        "      - sweetflow/rl\n      - sweetflow/${item.domain}/instructions.py\n      - sweetflow/views.py\n" in text
-    )
-    assert text.replace(
-        "      - sweetflow/${item.domain}/instructions.py\n      - sweetflow/views.py\n", ""
-    ) == DVC_YAML.replace(entry, edited.replace("      - sweetflow/tuning.py\n", ""))
-
-
-def test_a_code_dep_whose_line_says_why_stays():
-    """A comment says why a line is there, e.g. a file read as data: sync leaves it."""
-    start = DVC_YAML.index("\n  critic:\n")
-    marked = DVC_YAML[:start] + DVC_YAML[start:].replace(
-        "      - sweetflow/dialogue.py\n",
-        "      - sweetflow/dialogue.py\n      - sweetflow/tuning.py  # read as text\n",
-        1,
-    )
-    assert sync_code_deps(marked, INSTANCES, VALUES) == (marked, [])
+    assert uncovered_code(spec) == [], f"{spec.name}: add these to its deps in dvc.yaml"
 
 
 def test_resources_are_declared_beside_every_stage_and_gpus_only_where_models_run():
