@@ -18,7 +18,7 @@ import polars as pl
 
 from stages._common import begin
 from sweetflow.core.errors import run_stage
-from sweetflow.core.tables import CANDIDATES, LABELS, PAIRS
+from sweetflow.core.tables import CANDIDATES, LABELS, PAIRS, SCORED
 from sweetflow.rl.critic_quality import good_vs_bad_accuracy, kind_shares, pair_makeup
 
 
@@ -32,7 +32,7 @@ def main() -> None:
     with stage.output(inputs) as out:
         labels, ranked = pl.read_parquet(labels_file), pl.read_parquet(ranked_file)
         scored = labels.join(ranked.select("state_id", "candidate", "score"), on=["state_id", "candidate"], how="left")
-        scored.write_parquet(out.dir / "scored.parquet")
+        scored.write_parquet(out.dir / SCORED)
         if labels.is_empty():
             out.metrics.update(labelled=False)
         else:

@@ -29,6 +29,7 @@ CANDIDATES = "candidates.parquet"  # candidates': the sampled candidates; rank's
 PAIRS = "pairs.parquet"  # trajectory_pairs' and step_pairs' preference pairs
 LABELS = "labels.parquet"  # candidate_labels': each candidate's label
 PICKED = "picked.parquet"  # critic_check's: each state's best and worst candidate
+SCORED = "scored.parquet"  # critic_quality's: each labelled candidate with the critic's score
 
 
 def task_file(split: str) -> str:
