@@ -89,14 +89,20 @@ def output_of(
     return out / file if file is not None else out
 
 
-def outputs_of(kind: str, domain: str | None) -> dict[str, Path]:
+def outputs_of(kind: str, domain: str | None, metrics: bool = False) -> dict[str, Path]:
     """The outputs on disk of every item of stage `kind` for `domain` (a critic's, a policy's), by
-    item, sorted: its entry's output with the item a wildcard. What a reader shows is what ran, with
-    no params section of its own to name the items."""
-    pattern = definition(kind, domain, "*").out
-    if Path(pattern).name != "*":
-        raise InputError(f"{DVC_YAML}: stage {kind!r}: its output does not end in its item")
-    return {path.name: path for path in sorted(Path().glob(pattern)) if path.is_dir()}
+    item, sorted: its entry's output with the item a wildcard; with `metrics`, the directories of
+    their metrics files. What a reader shows is what ran, with no params section of its own to name
+    the items."""
+    entry = definition(kind, domain, "*")
+    if metrics and entry.metrics is None:
+        raise InputError(f"{DVC_YAML}: stage {kind!r} declares no metrics")
+    pattern = Path(entry.metrics).parent if metrics else Path(entry.out)
+    if pattern.name != "*":
+        raise InputError(
+            f"{DVC_YAML}: stage {kind!r}: its {'metrics' if metrics else 'output'} does not end in its item"
+        )
+    return {path.name: path for path in sorted(Path().glob(pattern.as_posix())) if path.is_dir()}
 
 
 def _lookup(data: object, dotted: str, where: Path) -> object:

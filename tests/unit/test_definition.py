@@ -79,6 +79,11 @@ def test_code_outside_a_stage_finds_outputs_by_their_producers_name(tmp_path, mo
     assert list(outputs_of("rank", "frontend")) == ["c"]
     with pytest.raises(InputError, match="stage 'rollout': its output does not end in its item"):
         outputs_of("rollout", "backend")
+    (tmp_path / "reports/backend/stages/critic_quality/a").mkdir(parents=True)
+    assert outputs_of("critic_quality", "backend", metrics=True) == {
+        "a": Path("reports/backend/stages/critic_quality/a")
+    }
+    assert outputs_of("critic_quality", "frontend", metrics=True) == {}
 
 
 def test_a_stage_dvc_yaml_lacks_or_a_value_params_lack_is_named(tmp_path):
