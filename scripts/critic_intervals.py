@@ -20,6 +20,8 @@ from pathlib import Path
 import polars as pl
 from tqdm import tqdm
 
+from sweetflow.core.definition import definition, output_of
+from sweetflow.core.tables import PICKED, SCORED, TRAJECTORIES
 from sweetflow.report.critic_intervals import Estimate, accuracy_difference, agreement_interval
 
 
@@ -39,21 +41,22 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     a, b = args.critics
-    data, reports = Path("data") / args.domain, Path("reports") / args.domain / "stages"
+    domain = args.domain
 
     def scored(critic: str) -> pl.DataFrame:
-        return pl.read_parquet(data / "critic_quality" / critic / "scored.parquet")
+        return pl.read_parquet(output_of("critic_quality", domain, critic, SCORED))
 
     def metrics(stage: str, critic: str) -> dict:
-        return json.loads((reports / stage / critic / "metrics.json").read_text())
+        return json.loads(Path(definition(stage, domain, critic).metrics).read_text())
 
     with tqdm(total=3, desc="bootstrap", unit="figure") as bar:
         accuracy = accuracy_difference(scored(a), scored(b), args.resamples)
         bar.update()
         agreements = {}
         for critic in (a, b):
-            check = data / "critic_check" / critic
-            picked, outcomes = (pl.read_parquet(check / f) for f in ("picked.parquet", "trajectories.parquet"))
+            picked, outcomes = (
+                pl.read_parquet(output_of("critic_check", domain, critic, f)) for f in (PICKED, TRAJECTORIES)
+            )
             agreements[critic] = agreement_interval(picked, outcomes, args.resamples)
             bar.update()
     quality = {c: metrics("critic_quality", c) for c in (a, b)}

@@ -18,6 +18,8 @@ from pathlib import Path
 import polars as pl
 from PIL import Image, ImageDraw
 
+from sweetflow.core.definition import output_of
+from sweetflow.core.tables import EPISODE_FILES, task_file
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.simulators import page_snippet
 from sweetflow.params import load_params
@@ -66,13 +68,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     args = parser.parse_args()
     render = load_params().frontend.scoring.render
-    tasks = {t["task_id"]: t for t in pl.read_parquet("data/frontend/tasks/test.parquet").to_dicts()}
+    test = output_of("tasks", "frontend", file=task_file("test"))
+    tasks = {t["task_id"]: t for t in pl.read_parquet(test).to_dicts()}
+    # Every method's test episodes lie beside the references' scores, each in its own directory.
+    evaluations = output_of("score_references", "frontend").parent
     args.out.mkdir(parents=True, exist_ok=True)
     with RenderPool(render) as pool:
         for method in args.method:
-            episodes = read_episodes(Path("data/frontend/evaluations") / method)
+            episodes = read_episodes(evaluations / method)
             if episodes is None:
-                raise SystemExit(f"data/frontend/evaluations/{method}: no trajectories*.parquet")
+                raise SystemExit(f"{evaluations / method}: no {EPISODE_FILES}")
             row = pick(episodes, args.quantile)
             task = tasks[row["task_id"]]
             html = page_snippet(row["answer"] or "")

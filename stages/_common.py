@@ -1,10 +1,13 @@
 """What every stage does first: read its arguments (the domain and, for a stage of a `matrix` or
 `foreach` item, the item's name), load params.yaml, and read its own definition in dvc.yaml: its name,
-the params sections it declares (what its manifest records) and where its output and metrics go.
+the params sections it declares (what its manifest records), what it depends on and where its output
+and metrics go. Another stage's output is found by that stage's definition, and only where this
+stage's entry declares it among its deps:
 
     stage = begin("critic", __doc__, item="critics")     # python -m stages.critic DOMAIN NAME
     p = stage.params.critics[stage.item]
-    with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed, stage.metrics) as out: ...
+    pairs = stage.upstream("trajectory_pairs", file=PAIRS)   # data/DOMAIN/trajectory_pairs/pairs.parquet
+    with stage.output([pairs], p.seed) as out: ...
 """
 
 from __future__ import annotations
@@ -13,10 +16,13 @@ import argparse
 import ctypes
 import ctypes.util
 import sys
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 
-from sweetflow.core import paths, reproducibility
-from sweetflow.core.definition import Definition, definition
+from sweetflow.core import reproducibility
+from sweetflow.core.artifacts import StageOutput, stage_output
+from sweetflow.core.definition import Definition, definition, output_of
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import DOMAINS, AgentParams, section_of
 from sweetflow.params import Params, load_params
@@ -49,6 +55,31 @@ class Stage:
         if self.domain is None:
             return self.kind
         return f"{self.kind}@{self.domain}" + (f"-{self.item}" if self.item else "")
+
+    @property
+    def report_dir(self) -> str:
+        """Where its DVCLive report goes: the directory of its metrics file."""
+        if self.metrics is None:
+            raise InputError(f"dvc.yaml: stage {self.name!r} declares no metrics")
+        return Path(self.metrics).parent.as_posix()
+
+    def upstream(self, kind: str, item: str | None = None, file: str | None = None, domain: str | None = None) -> str:
+        """The output of stage `kind` (of this stage's domain, or `domain`; `item`: its critic, policy or
+        agent), or the `file` inside it, where dvc.yaml puts it. An input error unless this stage's
+        entry declares it among its deps (the path itself or a directory holding it): what a stage
+        reads is what DVC reruns it for."""
+        path = output_of(kind, domain or self.domain, item, file)
+        if not any(path.is_relative_to(dep) for dep in self.definition.deps):
+            raise InputError(f"dvc.yaml: stage {self.name!r} reads {path.as_posix()}: add it to its deps")
+        return path.as_posix()
+
+    def output(
+        self, inputs: list[Path | str], seed: int | None = None, *, metrics: bool = True, out: Path | str | None = None
+    ) -> AbstractContextManager[StageOutput]:
+        """`stage_output` of the stage's output (or `out`, another of its outs) with its name and
+        params sections; `inputs` are the data it read (each a path of `upstream` or of params), and
+        `metrics=False` leaves its metrics file to a DVCLive report that writes it."""
+        return stage_output(out or self.out, self.name, self.sections, inputs, seed, self.metrics if metrics else None)
 
 
 def begin(kind: str, doc: str | None, item: str | None = None, domain: bool = True) -> Stage:
@@ -94,8 +125,8 @@ def keep_freed_memory() -> None:
     libc.mallopt(M_TRIM_THRESHOLD, KEEP_BYTES)
 
 
-def with_checkpoint(agent: AgentParams, domain: str) -> AgentParams:
-    """A model agent without a checkpoint samples from the domain's base model."""
+def with_checkpoint(agent: AgentParams, stage: Stage) -> AgentParams:
+    """A model agent without a checkpoint samples from the stage's domain's base model."""
     if agent.backend in ("transformers", "served") and not agent.checkpoint:
-        return agent.model_copy(update={"checkpoint": paths.base_model(domain)})
+        return agent.model_copy(update={"checkpoint": stage.upstream("base_model")})
     return agent

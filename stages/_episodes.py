@@ -9,11 +9,10 @@ from pathlib import Path
 
 from stages._common import Stage, with_checkpoint
 from sweetflow.agents.model import served_records
-from sweetflow.core import paths
-from sweetflow.core.artifacts import checkpoint_path, stage_output
+from sweetflow.core.artifacts import checkpoint_path
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import ModelAgentParams
-from sweetflow.core.tables import read_tasks
+from sweetflow.core.tables import SEED_TRAJECTORIES, TRAJECTORIES, read_tasks, task_file
 from sweetflow.domain import get_domain
 from sweetflow.params import Params
 from sweetflow.rollout.engine import collect
@@ -30,15 +29,15 @@ def episode_stage(stage: Stage, section: str, split: str) -> dict:
     params, domain = stage.params, stage.domain
     p = getattr(params, section)
     name = stage.item or p.agent  # `evaluate@<domain>-<agent>`'s agent, or the one the section names
-    agent = with_checkpoint(params.agents[name], domain)
-    tasks = paths.task_table(domain, split)
+    agent = with_checkpoint(params.agents[name], stage)
+    tasks = stage.upstream("tasks", file=task_file(split))
     inputs = [tasks] + ([agent.checkpoint] if agent.checkpoint else [])
     checkpoint = checkpoint_path(stage.name, stage.sections, inputs)
     task_rows = read_tasks(domain, split)[: getattr(p, "max_tasks", None)]
-    with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed, stage.metrics) as out:
+    with stage.output(inputs, p.seed) as out:
         with get_domain(domain).open_agent(agent) as model:
             frame = collect(task_rows, model, params, domain, p.samples_per_task, p.seed, checkpoint, stage.name)
-        frame.write_parquet(out.dir / "trajectories.parquet")
+        frame.write_parquet(out.dir / TRAJECTORIES)
         out.served.update(served_records({f"agents.{name}": agent}, out.inputs))
         out.metrics.update(summarize_episodes(frame, domain, task_rows))
     checkpoint.unlink(missing_ok=True)
@@ -74,7 +73,7 @@ def checkpoint_evaluation_stage(stage: Stage, directory: str, split: str = "test
             f"none of the checkpoints {stage.name} evaluates ({directory}); use 'served' (a server started for each "
             "checkpoint) or 'transformers'"
         )
-    tasks = paths.task_table(domain, split)
+    tasks = stage.upstream("tasks", file=task_file(split))
     checkpoints = {seed: checkpoint_for_seed(directory, seed) for seed in params.seeds}
     inputs = [tasks, *dict.fromkeys(checkpoints.values())]
     task_rows = read_tasks(domain, split)
@@ -82,7 +81,7 @@ def checkpoint_evaluation_stage(stage: Stage, directory: str, split: str = "test
         seed: checkpoint_path(f"{stage.name}-seed{seed}", stage.sections, [tasks, c]) for seed, c in checkpoints.items()
     }
     policies = {seed: p.policy.model_copy(update={"checkpoint": str(c)}) for seed, c in checkpoints.items()}
-    with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed, stage.metrics) as out:
+    with stage.output(inputs, p.seed) as out:
         jobs = {
             seed: (
                 params,
@@ -91,7 +90,7 @@ def checkpoint_evaluation_stage(stage: Stage, directory: str, split: str = "test
                 policies[seed],
                 seed,
                 progress[seed],
-                out.dir / f"trajectories-seed{seed}.parquet",
+                out.dir / SEED_TRAJECTORIES.format(seed=seed),
                 f"{stage.name} seed {seed}",
             )
             for seed in checkpoints

@@ -40,11 +40,10 @@ from pathlib import Path
 import polars as pl
 
 from stages._common import Stage, begin
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output, write_json
+from sweetflow.core.artifacts import write_json
 from sweetflow.core.errors import run_stage
 from sweetflow.core.params import ModelParams, TrainingParams
-from sweetflow.core.tables import read_tasks, turn_limit
+from sweetflow.core.tables import TRAJECTORIES, read_tasks, task_file, turn_limit
 from sweetflow.models.checkpoint import (
     adapt_template,
     load_checkpoint,
@@ -87,7 +86,10 @@ class Demonstrations:
 
 def demonstrations(stage: Stage) -> Demonstrations:
     domain = stage.domain
-    tasks_file, demos_file = paths.task_table(domain, "train"), paths.trajectories(domain, "demos")
+    tasks_file, demos_file = (
+        stage.upstream("tasks", file=task_file("train")),
+        stage.upstream("demos", file=TRAJECTORIES),
+    )
     frame = pl.read_parquet(demos_file, columns=["task_id", "seed", "dialogue", "max_turns"])
     demos = frame.to_dicts()
     # The demonstrated tasks only: a larger task pool for the offline data (demos.max_tasks) leaves the
@@ -133,7 +135,6 @@ def warm_start(
 ) -> None:
     """Fine-tune `model` on every demonstration (loss on the agent's turns; the demonstrations of a few
     held-out tasks measure the validation loss) and write it as the stage's checkpoint."""
-    domain = stage.domain
     held_out = split_by_task(shown.tasks, p.holdout_share, p.seed)
     is_held_out = [d["task_id"] in held_out for d in shown.demos]
     train, cut = encode_chats(tokenizer, [c for c, h in zip(shown.chats, is_held_out) if not h], p.max_length)
@@ -146,12 +147,12 @@ def warm_start(
         "vocab_size": len(tokenizer),
         "parameters": sum(q.numel() for q in model.parameters()),
     }
-    with live_report(paths.stage_report(domain, "base_model")) as live_dir:
+    with live_report(stage.report_dir) as live_dir:
         run = TrainRun(trainer=p, engine=engine, log_dir=live_dir, name="sft", device=stage.params.device)
         fitted = train_sft(model, train, holdout, run=run, pad_id=pad_id(tokenizer))
         if fitted.model is None:  # not the main process: it only took part in training
             return
-        with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed) as out:
+        with stage.output(inputs, p.seed, metrics=False) as out:  # DVCLive writes its metrics
             save_checkpoint(fitted.model, tokenizer, out.dir, state_dict=fitted.state)
             config = {"model": p.model_dump(mode="json"), "data": data, "sft": fitted.summary}
             write_json(out.dir / "training_config.json", config)  # as nanoGPT keeps it with the weights
@@ -167,10 +168,10 @@ def warm_start(
 def adopt_local(p: ModelParams, stage: Stage) -> None:
     domain = stage.domain
     adopted = local_checkpoint(p.base, f"{domain}.model.base", stage.params.chat_template.date)
-    with stage_output(stage.out, stage.name, stage.sections, [adopted.path], p.seed) as out:
+    with stage.output([adopted.path], p.seed, metrics=False) as out:  # written below, beside empty plots
         how = adopted.copy_to(out.dir)
         out.chat_template = adopted.record
-    with live_report(paths.stage_report(domain, "base_model")) as report:
+    with live_report(stage.report_dir) as report:
         (report / "plots" / "metrics").mkdir(parents=True)  # declared plots: no curves, nothing was trained
         write_json(report / "metrics.json", {"base": str(adopted.path), "files": how, "trained": False})
     print(f"{stage.out}: {adopted.path} ({how}; chat template: {adopted.record})")
@@ -181,11 +182,11 @@ def convert_gguf(p: ModelParams, stage: Stage) -> None:
     key = f"{domain}.model.base"
     model, tokenizer = read_gguf(source)
     _, record = adapt_template(tokenizer, f"{key} ({source})", stage.params.chat_template.date)  # the tokenizer's now
-    with stage_output(stage.out, stage.name, stage.sections, [source], p.seed) as out:
+    with stage.output([source], p.seed, metrics=False) as out:  # written below, beside empty plots
         save_checkpoint(model, tokenizer, out.dir)
         out.chat_template = record
     parameters = sum(q.numel() for q in model.parameters())
-    with live_report(paths.stage_report(domain, "base_model")) as report:
+    with live_report(stage.report_dir) as report:
         (report / "plots" / "metrics").mkdir(parents=True)  # declared plots: no curves, nothing was trained
         write_json(report / "metrics.json", {"base": str(source), "parameters": parameters, "trained": False})
     print(f"{stage.out}: {source} de-quantized ({parameters:,} parameters; chat template: {record})")

@@ -18,10 +18,8 @@ import json
 import polars as pl
 
 from stages._common import begin
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import run_stage
-from sweetflow.core.tables import read_tasks
+from sweetflow.core.tables import CANDIDATES, LABELS, TRAJECTORIES, read_tasks, task_file
 from sweetflow.domain import get_domain
 from sweetflow.rl.critic_quality import kind_shares
 
@@ -31,19 +29,19 @@ LABELS_SCHEMA = {"state_id": pl.String, "candidate": pl.Int32, "kind": pl.String
 def main() -> None:
     stage = begin("candidate_labels", __doc__)
     domain, params = stage.domain, stage.params
-    tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
-    candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
+    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
+    candidates_file = stage.upstream("candidates", file=CANDIDATES)
     inputs = [tasks_file, rollout, candidates_file]
-    with stage_output(stage.out, stage.name, stage.sections, inputs, None, stage.metrics) as out:
+    with stage.output(inputs) as out:
         tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
         labels = get_domain(domain).label_candidates(
             params, pl.read_parquet(candidates_file), pl.read_parquet(rollout), tasks
         )
         if labels is None:
-            pl.DataFrame(schema=LABELS_SCHEMA).write_parquet(out.dir / "labels.parquet")
+            pl.DataFrame(schema=LABELS_SCHEMA).write_parquet(out.dir / LABELS)
             out.metrics.update(labelled=False)
         else:
-            labels.cast(LABELS_SCHEMA).write_parquet(out.dir / "labels.parquet")
+            labels.cast(LABELS_SCHEMA).write_parquet(out.dir / LABELS)
             out.metrics.update(
                 labelled=True,
                 candidates=labels.height,

@@ -20,10 +20,8 @@ import polars as pl
 
 from stages._common import begin, with_checkpoint
 from sweetflow.agents.model import open_model_agent, served_records
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import run_stage
-from sweetflow.core.tables import read_tasks
+from sweetflow.core.tables import CANDIDATES, TRAJECTORIES, read_tasks, task_file
 from sweetflow.dialogue import ANSWER_MARKER
 from sweetflow.rl.candidates import generate_candidates
 from sweetflow.rl.pairs import sample_turn_states
@@ -32,18 +30,18 @@ from sweetflow.rl.pairs import sample_turn_states
 def main() -> None:
     stage = begin("candidates", __doc__)
     domain, p = stage.domain, stage.params.candidates
-    policy = with_checkpoint(p.policy, domain)
-    tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
+    policy = with_checkpoint(p.policy, stage)
+    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     trajectories = pl.read_parquet(rollout)
     states = sample_turn_states(trajectories, p.share, p.seed, p.states)
     inputs = [tasks_file, rollout] + ([policy.checkpoint] if policy.checkpoint else [])
-    with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed, stage.metrics) as out:
+    with stage.output(inputs, p.seed) as out:
         with open_model_agent(policy) as agent:
             candidates, failed = generate_candidates(agent, tasks, trajectories, states, p.n, p.seed)
         out.served.update(served_records({"candidates.policy": policy}, out.inputs))
         states.write_parquet(out.dir / "states.parquet")
-        candidates.write_parquet(out.dir / "candidates.parquet")
+        candidates.write_parquet(out.dir / CANDIDATES)
         answers = candidates["message"].str.contains(ANSWER_MARKER, literal=True)
         out.metrics.update(
             states=states.height,

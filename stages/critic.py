@@ -32,11 +32,10 @@ import polars as pl
 import torch
 
 from stages._common import begin
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output, write_json
+from sweetflow.core.artifacts import write_json
 from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.params import CriticParams, TrainingParams
-from sweetflow.core.tables import read_tasks
+from sweetflow.core.tables import PAIRS, TRAJECTORIES, read_tasks, task_file
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device, save_checkpoint
 from sweetflow.rl.drift import mean_token_kl
 from sweetflow.rl.logprobs import reference_segment_logps
@@ -55,8 +54,8 @@ def main() -> None:
     launch(engine)
 
     # Inputs: the training tasks, their rollouts and pairs, and the base model.
-    tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
-    pairs_file, base = f"{paths.trajectory_pairs(domain)}/pairs.parquet", paths.base_model(domain)
+    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
+    pairs_file, base = stage.upstream("trajectory_pairs", file=PAIRS), stage.upstream("base_model")
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     trajectories = pl.read_parquet(rollout)
     pairs = pl.read_parquet(pairs_file)
@@ -114,13 +113,13 @@ def main() -> None:
 
     # Training, then the checkpoint, the reference log-probs and the metrics.
     loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef, p.nll_span, p.nll_mean)
-    with live_report(paths.stage_report(domain, "critics", name)) as live:
+    with live_report(stage.report_dir) as live:
         run = TrainRun(trainer=p, engine=engine, log_dir=live, name=f"critic {name}", device=stage.params.device)
         fitted = train_preference(model, train, loss, run=run, pad_id=pad, holdout=holdout)
         if fitted.model is None:  # not the main process
             return
         inputs = [tasks_file, rollout, pairs_file, base]
-        with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed) as out:
+        with stage.output(inputs, p.seed, metrics=False) as out:  # DVCLive writes its metrics
             save_checkpoint(fitted.model, tokenizer, out.dir, state_dict=fitted.state)
             if p.warmup_epochs:
                 shutil.move(Path(kept_reference.name) / REFERENCE_DIR, out.dir / REFERENCE_DIR)

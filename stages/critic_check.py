@@ -18,10 +18,9 @@ import polars as pl
 from stages._common import begin, with_checkpoint
 from sweetflow.agents.model import served_records
 from sweetflow.agents.replay import ReplayAgent
-from sweetflow.core import paths
-from sweetflow.core.artifacts import checkpoint_path, stage_output
+from sweetflow.core.artifacts import checkpoint_path
 from sweetflow.core.errors import run_stage
-from sweetflow.core.tables import read_tasks
+from sweetflow.core.tables import CANDIDATES, PICKED, TRAJECTORIES, read_tasks, task_file
 from sweetflow.domain import get_domain
 from sweetflow.rl.critic_check import agreement, continuation_tasks, pick_extremes
 from sweetflow.rollout.engine import collect
@@ -30,23 +29,23 @@ from sweetflow.rollout.engine import collect
 def main() -> None:
     stage = begin("critic_check", __doc__, item="critics")
     domain, name, params = stage.domain, stage.item, stage.params
-    p, policy = params.critic_check, with_checkpoint(params.candidates.policy, domain)
-    tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
-    candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
-    ranked_file = f"{paths.ranked(domain, name)}/candidates.parquet"
+    p, policy = params.critic_check, with_checkpoint(params.candidates.policy, stage)
+    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
+    candidates_file = stage.upstream("candidates", file=CANDIDATES)
+    ranked_file = stage.upstream("rank", name, file=CANDIDATES)
     inputs = [tasks_file, rollout, candidates_file, ranked_file] + ([policy.checkpoint] if policy.checkpoint else [])
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     candidates = pl.read_parquet(candidates_file)
     picked = pick_extremes(pl.read_parquet(ranked_file), p.states, p.seed)
     episode_tasks, scripts = continuation_tasks(picked, candidates, pl.read_parquet(rollout), tasks)
     progress = checkpoint_path(stage.name, stage.sections, inputs)
-    with stage_output(stage.out, stage.name, stage.sections, inputs, p.seed, stage.metrics) as out:
+    with stage.output(inputs, p.seed) as out:
         with get_domain(domain).open_agent(policy) as model:
             agent = ReplayAgent(scripts, model)
             outcomes = collect(episode_tasks, agent, params, domain, p.rollouts, p.seed, progress, stage.name)
         out.served.update(served_records({"candidates.policy": policy}, out.inputs))
-        picked.write_parquet(out.dir / "picked.parquet")
-        outcomes.write_parquet(out.dir / "trajectories.parquet")
+        picked.write_parquet(out.dir / PICKED)
+        outcomes.write_parquet(out.dir / TRAJECTORIES)
         out.metrics.update(agreement(picked, outcomes), rollouts_per_candidate=p.rollouts)
     progress.unlink(missing_ok=True)
     print(json.dumps(out.metrics, indent=2))

@@ -17,23 +17,22 @@ import json
 import polars as pl
 
 from stages._common import begin
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import run_stage
+from sweetflow.core.tables import CANDIDATES, LABELS, PAIRS, SCORED
 from sweetflow.rl.critic_quality import good_vs_bad_accuracy, kind_shares, pair_makeup
 
 
 def main() -> None:
     stage = begin("critic_quality", __doc__, item="critics")
-    domain, name = stage.domain, stage.item
-    labels_file = f"{paths.candidate_labels(domain)}/labels.parquet"
-    ranked_file = f"{paths.ranked(domain, name)}/candidates.parquet"
-    pairs_file = f"{paths.step_pairs(domain, name)}/pairs.parquet"
+    name = stage.item
+    labels_file = stage.upstream("candidate_labels", file=LABELS)
+    ranked_file = stage.upstream("rank", name, file=CANDIDATES)
+    pairs_file = stage.upstream("step_pairs", name, file=PAIRS)
     inputs = [labels_file, ranked_file, pairs_file]
-    with stage_output(stage.out, stage.name, stage.sections, inputs, None, stage.metrics) as out:
+    with stage.output(inputs) as out:
         labels, ranked = pl.read_parquet(labels_file), pl.read_parquet(ranked_file)
         scored = labels.join(ranked.select("state_id", "candidate", "score"), on=["state_id", "candidate"], how="left")
-        scored.write_parquet(out.dir / "scored.parquet")
+        scored.write_parquet(out.dir / SCORED)
         if labels.is_empty():
             out.metrics.update(labelled=False)
         else:

@@ -14,13 +14,12 @@ import json
 
 from stages._common import begin
 from stages._episodes import checkpoint_evaluation_stage
-from sweetflow.core import paths
 from sweetflow.core.errors import run_stage
 
 
 def main() -> None:
     stage = begin("evaluate_base", __doc__)
-    print(json.dumps(checkpoint_evaluation_stage(stage, paths.base_model(stage.domain)), indent=2))
+    print(json.dumps(checkpoint_evaluation_stage(stage, stage.upstream("base_model")), indent=2))
 
 
 if __name__ == "__main__":

@@ -14,13 +14,12 @@ import json
 
 from stages._common import begin
 from stages._episodes import checkpoint_evaluation_stage
-from sweetflow.core import paths
 from sweetflow.core.errors import run_stage
 
 
 def main() -> None:
     stage = begin("evaluate_policy", __doc__, item="policies")
-    print(json.dumps(checkpoint_evaluation_stage(stage, paths.policy(stage.domain, stage.item)), indent=2))
+    print(json.dumps(checkpoint_evaluation_stage(stage, stage.upstream("policy", stage.item)), indent=2))
 
 
 if __name__ == "__main__":

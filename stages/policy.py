@@ -20,10 +20,9 @@ import shutil
 import polars as pl
 
 from stages._common import begin
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output, write_json
+from sweetflow.core.artifacts import write_json
 from sweetflow.core.errors import InputError, run_stage
-from sweetflow.core.tables import read_tasks
+from sweetflow.core.tables import TRAJECTORIES, read_tasks, task_file
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device, save_checkpoint
 from sweetflow.rl.loop import TrainRun, launch, live_report
 from sweetflow.rl.policy_methods import Source, load_methods
@@ -39,8 +38,8 @@ def main() -> None:
         raise InputError(f"policies.{name}.method {p.method!r}: no module sweetflow/rl/methods/{p.method}.py")
     launch(engine)
 
-    tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
-    base_dir = paths.base_model(domain)
+    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
+    base_dir = stage.upstream("base_model")
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     trajectories = pl.read_parquet(rollout)
     base, tokenizer = load_checkpoint(base_dir, resolve_device(params.device))  # the reference pass's device
@@ -55,6 +54,7 @@ def main() -> None:
         pad_id=pad,
         max_length=context_length(tokenizer, base.config),
         engine=engine,
+        upstream=stage.upstream,
     )
     training = methods[p.method].training_data(p, source)
     inputs = [tasks_file, rollout, base_dir, *training.inputs]
@@ -62,8 +62,8 @@ def main() -> None:
 
     summaries, runs = {}, {}
     with (
-        live_report(paths.stage_report(domain, "policies", name)) as live,
-        stage_output(stage.out, stage.name, stage.sections, inputs, p.seed) as out,
+        live_report(stage.report_dir) as live,
+        stage.output(inputs, p.seed, metrics=False) as out,  # DVCLive writes its metrics
     ):
         for seed in params.seeds:
             trainer = p.model_copy(update={"seed": p.seed + seed})

@@ -22,10 +22,8 @@ import json
 import polars as pl
 
 from stages._common import begin
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import InputError, run_stage
-from sweetflow.core.tables import read_tasks
+from sweetflow.core.tables import CANDIDATES, TRAJECTORIES, read_tasks, task_file
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device
 from sweetflow.rl.logprobs import reference_segment_logps
 from sweetflow.rl.ranking import critic_reference, score_candidates
@@ -36,9 +34,9 @@ def main() -> None:
     stage = begin("rank", __doc__, item="critics")
     domain, name, params = stage.domain, stage.item, stage.params
     p, critic_params = params.rank, params.critics[name]
-    critic_dir, base = paths.critic(domain, name), paths.base_model(domain)
-    tasks_file, rollout = paths.task_table(domain, "train"), paths.trajectories(domain, "rollout")
-    candidates_file = f"{paths.candidates(domain)}/candidates.parquet"
+    critic_dir, base = stage.upstream("critic", name), stage.upstream("base_model")
+    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
+    candidates_file = stage.upstream("candidates", file=CANDIDATES)
     tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     candidates = pl.read_parquet(candidates_file)
     if p.baseline == "sampling" and candidates["logprob_mean"].null_count():
@@ -62,7 +60,7 @@ def main() -> None:
     kept = candidates.filter(pl.Series(fits, dtype=pl.Boolean))
     kept_sequences = [s for s in sequences if s is not None]
     inputs = [tasks_file, rollout, candidates_file, critic_dir] + ([base] if p.baseline == "reference" else [])
-    with stage_output(stage.out, stage.name, stage.sections, inputs, metrics=stage.metrics) as out:
+    with stage.output(inputs) as out:
         if p.baseline == "reference":
             reference, _ = load_checkpoint(critic_reference(critic_dir, base), device)
             out.devices["reference"] = placement(reference)
@@ -81,7 +79,7 @@ def main() -> None:
             baseline_logp_mean=pl.Series(baseline, dtype=pl.Float64),
             score=pl.Series(score, dtype=pl.Float64),
         )
-        ranked.write_parquet(out.dir / "candidates.parquet")
+        ranked.write_parquet(out.dir / CANDIDATES)
         spread = ranked.group_by("state_id").agg(pl.col("score").std())["score"]
         out.metrics.update(
             baseline=p.baseline,

@@ -16,10 +16,10 @@ import os
 from pathlib import Path
 
 from stages._common import begin
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output, temporary_path, write_json
+from sweetflow.core.artifacts import temporary_path, write_json
 from sweetflow.core.errors import run_stage
 from sweetflow.core.params import DOMAINS
+from sweetflow.core.tables import task_file
 from sweetflow.report.markdown import render_markdown, results_data
 from sweetflow.report.plots import plot_curves, plot_methods, write_method_table
 from sweetflow.report.read import find_curves, read_domain
@@ -35,15 +35,13 @@ DATA = Path("data")
 def main() -> None:
     stage = begin("report", __doc__, domain=False)
     params = stage.params
-    results = [
-        read_domain(
-            REPORTS, Path(paths.evaluations(d)), d, d in params.train_domains, Path(paths.task_table(d, "test"))
-        )
-        for d in DOMAINS
-    ]
+    # Every method's test episodes lie beside the references' scores, each in its own directory.
+    evaluations = {d: Path(stage.upstream("score_references", domain=d)).parent for d in DOMAINS}
+    tests = {d: Path(stage.upstream("tasks", domain=d, file=task_file("test"))) for d in DOMAINS}
+    results = [read_domain(REPORTS, evaluations[d], d, d in params.train_domains, tests[d]) for d in DOMAINS]
     panels = [p for d in DOMAINS for p in find_curves(REPORTS / d / "stages", f"{d}: ")]
     inputs = [p for d in DOMAINS for p in (REPORTS / d, DATA / d) if p.exists()]
-    with stage_output(SUMMARY, stage.name, stage.sections, inputs) as out:
+    with stage.output(inputs, out=SUMMARY) as out:
         (out.dir / "results.md").write_text(render_markdown(results, params.seeds, plots="."))
         write_json(out.dir / "results.json", results_data(results, params.seeds))
         plot_methods(results, out.dir / "methods.png")
@@ -51,12 +49,12 @@ def main() -> None:
         for r in results:
             write_method_table(r, out.dir / f"methods-{r.domain}.csv")
         # The summary's run record is written last (its `with` closes after this one's).
-        with stage_output(SITE, stage.name, stage.sections, inputs) as site:
+        with stage.output(inputs, out=SITE) as site:
             plots = [
                 (out.dir / "methods.png", "The headline metrics per method (mean ± std over seeds)"),
                 (out.dir / "training_curves.png", "Training loss per run; a line per seed for the policies"),
             ]
-            write_run_site(site.dir, results, plots, params, DATA)
+            write_run_site(site.dir, results, plots, params, evaluations)
     # The same text at the top of reports/; its image links point into summary/.
     markdown = render_markdown(results, params.seeds, plots=SUMMARY.name)
     tmp = temporary_path(RESULTS_MD)

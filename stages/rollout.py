@@ -18,18 +18,16 @@ import json
 
 from stages._common import Stage, begin
 from stages._episodes import episode_stage
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import run_stage
-from sweetflow.core.tables import read_tasks
+from sweetflow.core.tables import TRAJECTORIES, read_tasks, task_file
 from sweetflow.rollout.offline import import_rollout
 
 
 def import_stage(stage: Stage) -> dict:
     params, domain, p = stage.params, stage.domain, stage.params.rollout
-    train, val = paths.task_table(domain, "train"), paths.task_table(domain, "val")
+    train, val = stage.upstream("tasks", file=task_file("train")), stage.upstream("tasks", file=task_file("val"))
     inputs = [train, val, p.import_file]
-    with stage_output(stage.out, stage.name, stage.sections, inputs, None, stage.metrics) as out:
+    with stage.output(inputs) as out:
         out.metrics.update(
             import_rollout(
                 p.import_file,
@@ -37,7 +35,7 @@ def import_stage(stage: Stage) -> dict:
                 read_tasks(domain, "val"),
                 domain,
                 params,
-                out.dir / "trajectories.parquet",
+                out.dir / TRAJECTORIES,
             )
         )
     return out.metrics

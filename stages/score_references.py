@@ -18,10 +18,8 @@ import json
 import polars as pl
 
 from stages._common import begin
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import run_stage
-from sweetflow.core.tables import read_tasks
+from sweetflow.core.tables import read_tasks, task_file
 from sweetflow.domain import get_domain
 from sweetflow.rollout.metrics import summarize_episodes
 
@@ -30,8 +28,8 @@ def main() -> None:
     stage = begin("score_references", __doc__)
     domain, params = stage.domain, stage.params
     tasks = read_tasks(domain, "test")
-    table = paths.task_table(domain, "test")
-    with stage_output(stage.out, stage.name, stage.sections, [table], metrics=stage.metrics) as out:
+    table = stage.upstream("tasks", file=task_file("test"))
+    with stage.output([table]) as out:
         with get_domain(domain).open(params) as runtime:
             scores = runtime.score(tasks, [t["ground_truth"] for t in tasks])
         frame = pl.DataFrame(

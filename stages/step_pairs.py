@@ -16,20 +16,19 @@ import json
 import polars as pl
 
 from stages._common import begin
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import run_stage
+from sweetflow.core.tables import CANDIDATES, PAIRS
 from sweetflow.rl.pairs import length_bias, step_pairs
 
 
 def main() -> None:
     stage = begin("step_pairs", __doc__, item="critics")
-    domain, name, p = stage.domain, stage.item, stage.params.step_pairs
-    ranked_file = f"{paths.ranked(domain, name)}/candidates.parquet"
+    name, p = stage.item, stage.params.step_pairs
+    ranked_file = stage.upstream("rank", name, file=CANDIDATES)
     ranked = pl.read_parquet(ranked_file)
-    with stage_output(stage.out, stage.name, stage.sections, [ranked_file], p.seed, stage.metrics) as out:
+    with stage.output([ranked_file], p.seed) as out:
         pairs = step_pairs(ranked, p.num_pairs, p.seed, p.rule, p.max_per_state, p.max_length_ratio)
-        pairs.write_parquet(out.dir / "pairs.parquet")
+        pairs.write_parquet(out.dir / PAIRS)
         gap = pairs["chosen_score"] - pairs["rejected_score"]
         out.metrics.update(
             pairs=pairs.height,

@@ -17,18 +17,17 @@ from __future__ import annotations
 import polars as pl
 
 from stages._common import begin
-from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import run_stage
-from sweetflow.core.tables import task_builder
+from sweetflow.core.tables import task_builder, task_file
 
 
 def main() -> None:
     stage = begin("tasks", __doc__)
     d = stage.params.domain(stage.domain)
     built = task_builder(stage.domain)(stage.params)
-    with stage_output(stage.out, stage.name, stage.sections, built.inputs, d.tasks.seed, stage.metrics) as out:
+    with stage.output(built.inputs, d.tasks.seed) as out:
         for split, table in built.splits.items():
-            table.write_parquet(out.dir / f"{split}.parquet")
+            table.write_parquet(out.dir / task_file(split))
         out.metrics.update(built.metrics)
     print(pl.DataFrame([{"split": k, **v} for k, v in built.metrics.items() if k in built.splits]))
 

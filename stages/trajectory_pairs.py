@@ -15,20 +15,19 @@ import json
 import polars as pl
 
 from stages._common import begin
-from sweetflow.core import paths
-from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import run_stage
+from sweetflow.core.tables import PAIRS, TRAJECTORIES
 from sweetflow.rl.pairs import trajectory_pairs
 
 
 def main() -> None:
     stage = begin("trajectory_pairs", __doc__)
-    domain, p = stage.domain, stage.params.pairs
-    rollout = paths.trajectories(domain, "rollout")
+    p = stage.params.pairs
+    rollout = stage.upstream("rollout", file=TRAJECTORIES)
     trajectories = pl.read_parquet(rollout)
-    with stage_output(stage.out, stage.name, stage.sections, [rollout], metrics=stage.metrics) as out:
+    with stage.output([rollout]) as out:
         pairs = trajectory_pairs(trajectories, p.success_reward, p.min_gap)
-        pairs.write_parquet(out.dir / "pairs.parquet")
+        pairs.write_parquet(out.dir / PAIRS)
         out.metrics.update(
             pairs=pairs.height,
             tasks_with_pairs=pairs["task_id"].n_unique(),

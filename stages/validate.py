@@ -12,13 +12,12 @@ import json
 
 from stages._common import begin
 from stages._episodes import checkpoint_evaluation_stage
-from sweetflow.core import paths
 from sweetflow.core.errors import run_stage
 
 
 def main() -> None:
     stage = begin("validate", __doc__, item="policies")
-    metrics = checkpoint_evaluation_stage(stage, paths.policy(stage.domain, stage.item), split="val")
+    metrics = checkpoint_evaluation_stage(stage, stage.upstream("policy", stage.item), split="val")
     print(json.dumps(metrics, indent=2))
 
 

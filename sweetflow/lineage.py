@@ -15,8 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sweetflow.core import paths
-from sweetflow.core.artifacts import MANIFEST, content_hash
+from sweetflow.core.artifacts import MANIFEST, content_hash, run_record_path
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import ParamsError, section_of
 from sweetflow.params import load_params
@@ -84,7 +83,7 @@ def _manifest(artifact: Path) -> dict:
 
 def run_record(stage: str, root: Path) -> dict:
     """A stage's run record (`reports/runs/<stage>.json`), {} if there is none."""
-    path = root / paths.run_record(stage)
+    path = root / run_record_path(stage)
     record = _read_json(path) if path.is_file() else {}
     if not isinstance(record, dict) or not isinstance(record.get("code", {}), dict):
         raise InputError(f"{path}: expected a JSON object whose 'code' is an object")

@@ -33,7 +33,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sweetflow.core import paths
+from sweetflow.core.definition import definition
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import POLICY_METHODS
 
@@ -241,7 +241,7 @@ def collect(
         if tuned_on(name) != (_ref_safe(on) if on else None):
             continue
         policy = _policy_of(name, domain)
-        metrics = _git_json(root, row["rev"], paths.validation_metrics(domain, policy))
+        metrics = _git_json(root, row["rev"], definition("validate", domain, policy, root=root).metrics)
         if metrics is None:
             continue  # failed before validating
         method = POLICY_METHODS.get(method_of.get(policy))
@@ -401,9 +401,9 @@ def launch_critics(
     return names
 
 
-# What a critic's trial reads: stage report directory -> the metrics kept from it.
+# What a critic's trial reads: stage -> the metrics kept from its metrics file (where dvc.yaml puts it).
 CRITIC_METRICS = {
-    "critics": ("heldout_accuracy", "eval_nll_initial", "eval_nll_final", "heldout_kl_to_reference"),
+    "critic": ("heldout_accuracy", "eval_nll_initial", "eval_nll_final", "heldout_kl_to_reference"),
     "critic_quality": ("good_vs_bad_accuracy", "states_mixed"),
     "step_pairs": ("score_length_corr",),
 }
@@ -433,7 +433,7 @@ def collect_critics(domain: str, root: Path = Path("."), commits: int = 1, on: s
         critic = name[len(prefix) : name.index("-lr")]
         metrics = {}
         for stage, keys in CRITIC_METRICS.items():
-            found = _git_json(root, row["rev"], f"reports/{domain}/stages/{stage}/{critic}/metrics.json") or {}
+            found = _git_json(root, row["rev"], definition(stage, domain, critic, root=root).metrics) or {}
             metrics |= {key: found.get(key) for key in keys}
         if metrics["good_vs_bad_accuracy"] is None:
             continue  # failed before measuring it, or a domain without labels

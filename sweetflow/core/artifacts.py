@@ -37,13 +37,14 @@ from pathlib import Path
 import psutil
 from pydantic import BaseModel
 
-from sweetflow.core import paths, reproducibility
+from sweetflow.core import reproducibility
 from sweetflow.core.errors import disk_full, disk_full_error
 
 MANIFEST = "manifest.json"
 # Files in an output directory that are bookkeeping, not data: our manifest (it records the data's
 # hashes, so it cannot be part of them) and the marker Snakemake puts in every directory() output.
 NOT_DATA = frozenset({MANIFEST, ".snakemake_timestamp"})
+RUNS = Path("reports/runs")  # every stage's run record, dvc.yaml's second output of each stage
 PACKAGES = ("sweetflow", "polars", "pydantic", "torch", "transformers", "accelerate", "dvc", "snakemake")
 
 
@@ -286,9 +287,14 @@ def stage_output(
             temporary_path(Path(metrics)).unlink(missing_ok=True)
 
 
+def run_record_path(stage: str) -> Path:
+    """The run record of a stage, by DVC's name of it (`critic@backend-with_info`)."""
+    return RUNS / f"{stage}.json"
+
+
 def write_run_record(stage: str, record: dict) -> None:
     """Write `reports/runs/<stage>.json` whole (temporary file, then rename)."""
-    path = Path(paths.run_record(stage))
+    path = run_record_path(stage)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_path(path)
     try:
@@ -299,7 +305,7 @@ def write_run_record(stage: str, record: dict) -> None:
 
 
 def read_run_record(stage: str, root: Path | str = ".") -> dict | None:
-    path = Path(root) / paths.run_record(stage)
+    path = Path(root) / run_record_path(stage)
     return json.loads(path.read_text()) if path.is_file() else None
 
 

@@ -1,6 +1,8 @@
-"""A stage's own definition in dvc.yaml, as the running stage reads it: the params sections it declares
-and the paths of its output, metrics and plots. dvc.yaml is the one place they are written; the stage
-records exactly the sections declared there and writes where the definition says.
+"""A stage's definition in dvc.yaml, as the code reads it: the params sections it declares, the paths
+it depends on and the paths of its output, metrics and plots. dvc.yaml is the one place they are
+written; a stage records exactly the sections declared there, writes where its definition says and
+finds another stage's output by that stage's definition (`Stage.upstream`), as the report's reading
+and tuning do (`output_of`).
 
 DVC's parser (`sweetflow.dag.load_stages`) resolves the whole file and costs a second of imports in
 every stage, so one stage's entry is resolved here, with the templating dvc.yaml uses: `${item}` of a
@@ -23,7 +25,10 @@ TEMPLATE = re.compile(r"\$\{\s*([\w.]+)\s*\}")
 
 @dataclass(frozen=True)
 class Definition:
-    params: tuple[str, ...]  # the params keys the stage declares: `critics.with_info`, `episodes.max_turns`
+    # The params keys the stage declares (`critics.with_info`, `episodes.max_turns`) and the data and
+    # code it depends on; None when read without params.yaml's values, which their `${a.b}` may need.
+    params: tuple[str, ...] | None
+    deps: tuple[str, ...] | None
     outs: tuple[str, ...]
     metrics: str | None  # its metrics file, when it has one
     plots: str | None  # its plots directory, when it has one
@@ -34,9 +39,12 @@ class Definition:
         return self.outs[0]
 
 
-def definition(kind: str, domain: str | None, item: str | None, values: dict, root: Path | str = ".") -> Definition:
+def definition(
+    kind: str, domain: str | None, item: str | None, values: dict | None = None, root: Path | str = "."
+) -> Definition:
     """The resolved entry of stage `kind` for `domain` and `item` (None where the stage has none);
-    `values` is params.yaml's data, which `${a.b}` reads."""
+    `values` is params.yaml's data, which `${a.b}` reads; without it, the params and deps are left
+    unresolved (None): a reader of outputs alone needs neither."""
     path = Path(root) / DVC_YAML
     data = read_yaml(path)
     stages = data.get("stages", {}) if isinstance(data, dict) else {}
@@ -54,18 +62,47 @@ def definition(kind: str, domain: str | None, item: str | None, values: dict, ro
         scope = {}
 
     def resolve(text: str) -> str:
-        return TEMPLATE.sub(lambda m: str(_lookup({**values, **scope}, m.group(1), path)), text)
+        return TEMPLATE.sub(lambda m: str(_lookup({**(values or {}), **scope}, m.group(1), path)), text)
+
+    def paths(entries: list | None) -> tuple[str, ...]:
+        return tuple(resolve(next(iter(e)) if isinstance(e, dict) else e) for e in entries or [])
 
     def first(entries: list | None) -> str | None:
-        names = [next(iter(e)) if isinstance(e, dict) else e for e in entries or []]
-        return resolve(names[0]) if names else None
+        return next(iter(paths(entries)), None)
 
     return Definition(
-        params=tuple(resolve(p) for p in body.get("params", [])),
-        outs=tuple(resolve(next(iter(o)) if isinstance(o, dict) else o) for o in body.get("outs", [])),
+        params=None if values is None else tuple(resolve(p) for p in body.get("params", [])),
+        deps=None if values is None else paths(body.get("deps")),
+        outs=paths(body.get("outs")),
         metrics=first(body.get("metrics")),
         plots=first(body.get("plots")),
     )
+
+
+def output_of(
+    kind: str, domain: str | None, item: str | None = None, file: str | None = None, root: Path | str = "."
+) -> Path:
+    """Where stage `kind` of `domain` and `item` writes its output (or the `file` inside it), as its
+    entry says: how code outside a stage (the report's reading, tuning) finds an output by its
+    producer's name. Relative to the project, as dvc.yaml writes it."""
+    out = Path(definition(kind, domain, item, root=root).out)
+    return out / file if file is not None else out
+
+
+def outputs_of(kind: str, domain: str | None, metrics: bool = False) -> dict[str, Path]:
+    """The outputs on disk of every item of stage `kind` for `domain` (a critic's, a policy's), by
+    item, sorted: its entry's output with the item a wildcard; with `metrics`, the directories of
+    their metrics files. What a reader shows is what ran, with no params section of its own to name
+    the items."""
+    entry = definition(kind, domain, "*")
+    if metrics and entry.metrics is None:
+        raise InputError(f"{DVC_YAML}: stage {kind!r} declares no metrics")
+    pattern = Path(entry.metrics).parent if metrics else Path(entry.out)
+    if pattern.name != "*":
+        raise InputError(
+            f"{DVC_YAML}: stage {kind!r}: its {'metrics' if metrics else 'output'} does not end in its item"
+        )
+    return {path.name: path for path in sorted(Path().glob(pattern.as_posix())) if path.is_dir()}
 
 
 def _lookup(data: object, dotted: str, where: Path) -> object:

@@ -15,9 +15,26 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow.core import paths
+from sweetflow.core.definition import output_of
 from sweetflow.core.domains import domain_module
 from sweetflow.core.errors import InputError
+
+# The files inside a stage's output that other code reads, named here for writer and readers alike;
+# the output directories themselves are named once, in dvc.yaml (`Stage.upstream` reads them there).
+TRAJECTORIES = "trajectories.parquet"  # the episodes of demos, rollout, evaluate and critic_check
+SEED_TRAJECTORIES = "trajectories-seed{seed}.parquet"  # a checkpoint evaluation's episodes of one seed
+EPISODE_FILES = "trajectories*.parquet"  # either: what an evaluation's directory holds
+CANDIDATES = "candidates.parquet"  # candidates': the sampled candidates; rank's: with their scores
+PAIRS = "pairs.parquet"  # trajectory_pairs' and step_pairs' preference pairs
+LABELS = "labels.parquet"  # candidate_labels': each candidate's label
+PICKED = "picked.parquet"  # critic_check's: each state's best and worst candidate
+SCORED = "scored.parquet"  # critic_quality's: each labelled candidate with the critic's score
+
+
+def task_file(split: str) -> str:
+    """The task table of a split inside the `tasks` stage's output."""
+    return f"{split}.parquet"
+
 
 TURN = pl.Struct(
     {
@@ -105,7 +122,7 @@ def read_parquet(path: Path | str, columns: list[str] | None = None) -> pl.DataF
 def read_tasks(domain: str, split: str) -> list[dict]:
     """The checked task table of a domain's split, as records, each with its `domain` (which the
     views of its episodes carry)."""
-    path = Path(paths.task_table(domain, split))
+    path = output_of("tasks", domain, file=task_file(split))
     if not path.exists():
         raise FileNotFoundError(f"{path}: task table not found (run the `tasks@{domain}` stage first)")
     return [{**task, "domain": domain} for task in read_parquet(path).to_dicts()]

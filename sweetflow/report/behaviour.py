@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
+from sweetflow.core.tables import SEED_TRAJECTORIES
 from sweetflow.dialogue import AGENT
 
 BASE = "zero_shot"
@@ -29,7 +30,7 @@ def _agent_said(path: Path) -> dict[tuple[str, int], tuple[str, ...]]:
 def moved_from_base(evaluations: Path, method: str) -> float | None:
     """The share of `method`'s test dialogues, over its seeds, that differ from the base policy's
     with the same seed; None when either was not evaluated per seed."""
-    files = sorted((evaluations / method).glob("trajectories-seed*.parquet"))
+    files = sorted((evaluations / method).glob(SEED_TRAJECTORIES.format(seed="*")))
     pairs = [(f, evaluations / BASE / f.name) for f in files if (evaluations / BASE / f.name).is_file()]
     if not pairs:
         return None
@@ -45,7 +46,7 @@ def moved_from_base(evaluations: Path, method: str) -> float | None:
 def no_page_share(evaluations: Path, method: str) -> float | None:
     """The share of `method`'s test episodes, over its seeds, whose answer showed no page that
     renders (scored 0: `no_html` or `render_failed`); None for episodes that are not design tasks."""
-    files = sorted((evaluations / method).glob("trajectories-seed*.parquet"))
+    files = sorted((evaluations / method).glob(SEED_TRAJECTORIES.format(seed="*")))
     if not files or "score_status" not in pl.read_parquet_schema(files[0]):
         return None
     statuses = pl.concat([pl.read_parquet(f, columns=["score_status"]) for f in files])["score_status"]

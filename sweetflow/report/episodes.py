@@ -13,19 +13,21 @@ from pathlib import Path
 
 import polars as pl
 
+from sweetflow.core.definition import output_of, outputs_of
+from sweetflow.core.tables import CANDIDATES, EPISODE_FILES, LABELS, PAIRS, PICKED, SEED_TRAJECTORIES, TRAJECTORIES
 from sweetflow.domain_report import DomainReport
 from sweetflow.rl.critic_check import SEPARATOR
 
 # SWEET-RL states shown: those whose critic's best and worst candidates were played out come first.
 MAX_STATES = 40
-SEED_FILE = re.compile(r"trajectories-seed(\d+)\.parquet$")
+SEED_FILE = re.compile(re.escape(SEED_TRAJECTORIES).replace(re.escape("{seed}"), r"(\d+)") + "$")
 
 
 def read_episodes(directory: Path) -> pl.DataFrame | None:
     """A method's test episodes under `directory` (every trajectories*.parquet), with a `seed_index`
     column (the k of trajectories-seed<k>, null for a single run); None when it has none."""
     frames = []
-    for path in sorted(directory.glob("trajectories*.parquet")):
+    for path in sorted(directory.glob(EPISODE_FILES)):
         match = SEED_FILE.search(path.name)
         frame = pl.read_parquet(path)
         frames.append(frame.with_columns(seed_index=pl.lit(int(match.group(1)) if match else None, pl.Int64)))
@@ -80,28 +82,29 @@ def read_table(path: Path) -> pl.DataFrame | None:
     return pl.read_parquet(path) if path.is_file() else None
 
 
-def sweet_states(data: Path, tasks: dict[str, dict]) -> dict | None:
-    """SWEET-RL at sampled states of `data` (data/<domain>): the dialogue so far, the candidate
-    actions, each critic's score of each, its label (good or bad), the critic check's played-out
-    outcomes and each critic's step pairs; None before the candidates stage has run."""
-    candidates = read_table(data / "candidates" / "candidates.parquet")
-    rollout = read_table(data / "rollout" / "trajectories.parquet")
+def sweet_states(domain: str, tasks: dict[str, dict]) -> dict | None:
+    """SWEET-RL at sampled states of `domain`, each stage's output found by its entry in dvc.yaml: the
+    dialogue so far, the candidate actions, each ranking critic's score of each, its label (good or
+    bad), the critic check's played-out outcomes and each critic's step pairs; None before the
+    candidates stage has run."""
+    candidates = read_table(output_of("candidates", domain, file=CANDIDATES))
+    rollout = read_table(output_of("rollout", domain, file=TRAJECTORIES))
     if candidates is None or rollout is None:
         return None
-    critics = sorted(d.name for d in (data / "ranked").iterdir() if d.is_dir()) if (data / "ranked").is_dir() else []
-    picked = {c: read_table(data / "critic_check" / c / "picked.parquet") for c in critics}
+    critics = list(outputs_of("rank", domain))
+    picked = {c: read_table(output_of("critic_check", domain, c, PICKED)) for c in critics}
     checked = sorted({s for f in picked.values() if f is not None for s in f["state_id"].to_list()})
     states = list(dict.fromkeys(checked + sorted(candidates["state_id"].unique().to_list())))[:MAX_STATES]
     chosen = candidates.filter(pl.col("state_id").is_in(states))
     dialogues = {(t, s): d for t, s, d in rollout.select("task_id", "sample", "dialogue").iter_rows()}
     scores = {
-        c: _by_state(read_table(data / "ranked" / c / "candidates.parquet"), ["candidate", "score"]) for c in critics
+        c: _by_state(read_table(output_of("rank", domain, c, CANDIDATES)), ["candidate", "score"]) for c in critics
     }
     pairs = {
-        c: _by_state(read_table(data / "step_pairs" / c / "pairs.parquet"), ["chosen", "rejected"]) for c in critics
+        c: _by_state(read_table(output_of("step_pairs", domain, c, PAIRS)), ["chosen", "rejected"]) for c in critics
     }
-    labels = _by_state(read_table(data / "candidate_labels" / "labels.parquet"), ["candidate", "kind", "good"])
-    played = {c: _played_out(data / "critic_check" / c, picked[c]) for c in critics}
+    labels = _by_state(read_table(output_of("candidate_labels", domain, file=LABELS)), ["candidate", "kind", "good"])
+    played = {c: _played_out(output_of("critic_check", domain, c), picked[c]) for c in critics}
     out = []
     for state_id in states:
         rows = chosen.filter(pl.col("state_id") == state_id).sort("candidate")
@@ -152,7 +155,7 @@ def _by_state(frame: pl.DataFrame | None, columns: list[str]) -> dict[str, list[
 def _played_out(directory: Path, picked: pl.DataFrame | None) -> dict[str, dict]:
     """Per checked state: the critic's best and worst candidates and the mean reward each reached
     when the base policy played the dialogue on from it (task ids "<state_id>#<candidate>")."""
-    episodes = read_table(directory / "trajectories.parquet")
+    episodes = read_table(directory / TRAJECTORIES)
     if picked is None or episodes is None:
         return {}
     means = dict(episodes.group_by("task_id").agg(pl.col("reward").mean()).iter_rows())

@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from sweetflow.core.errors import InputError
+from sweetflow.core.tables import EPISODE_FILES
 
 # The method pairs the report resolves, (A, B): A − B.
 COMPARISONS = (("sweet", "mtdpo"), ("sweet", "rft"), ("sweet", "sweet_no_info"), ("sweet", "zero_shot"))
@@ -54,7 +55,7 @@ def wins(frame: pl.DataFrame, column: str, reference: dict[str, float]) -> pl.Da
 def read_task_means(directory: Path, column: str, reference: dict[str, float] | None = None) -> dict[str, float] | None:
     """Task means of a method from its evaluation directory's trajectories*.parquet (with `reference`:
     of its wins against it); None if not run."""
-    files = sorted(directory.glob("trajectories*.parquet"))
+    files = sorted(directory.glob(EPISODE_FILES))
     if not files:
         return None
     frame = pl.concat([pl.read_parquet(f, columns=["task_id", column]) for f in files])

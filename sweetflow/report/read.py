@@ -12,7 +12,9 @@ from pathlib import Path
 
 import polars as pl
 
+from sweetflow.core.definition import definition, outputs_of
 from sweetflow.core.errors import InputError
+from sweetflow.core.tables import EPISODE_FILES
 from sweetflow.domain_report import DomainReport, get_domain_report
 from sweetflow.report.behaviour import behaviour_rows
 from sweetflow.report.intervals import Interval, method_intervals
@@ -57,9 +59,9 @@ class BasePolicy:
         return f"a {size}-parameter base policy, {how}"
 
 
-def read_base_policy(stage_reports: Path) -> BasePolicy | None:
-    """From `<stage_reports>/base_model/metrics.json`; None where the domain has no base model."""
-    path = stage_reports / "base_model" / "metrics.json"
+def read_base_policy(domain: str) -> BasePolicy | None:
+    """From the base_model stage's metrics; None where the domain has no base model."""
+    path = Path(definition("base_model", domain, None).metrics)
     if not path.is_file():
         return None
     data = read_json(path)
@@ -143,8 +145,8 @@ def table_rows(methods: dict[str, Row], report: DomainReport, trained: bool = Tr
     return [methods.get(m) or Row(m, label(m), False, paper=report.paper.get(m)) for m in order]
 
 
-CRITIC_FIELDS = {  # stage report directory -> (row field, metrics key)
-    "critics": (
+CRITIC_FIELDS = {  # stage -> (row field, metrics key) of its metrics
+    "critic": (
         ("pairs", "train_pairs"),
         ("heldout_accuracy", "heldout_accuracy"),
         ("nll_initial", "eval_nll_initial"),
@@ -165,17 +167,17 @@ CRITIC_FIELDS = {  # stage report directory -> (row field, metrics key)
 }
 
 
-def read_critics(stage_reports: Path) -> list[dict]:
-    """Per critic, the optional numbers of its stages' metrics under `<stage_reports>/<stage>/<name>/`
-    (CRITIC_FIELDS): training pairs, held-out pair accuracy and drift as a language model, ranking
+def read_critics(domain: str) -> list[dict]:
+    """Per critic of `domain`, the optional numbers of its stages' metrics (CRITIC_FIELDS), where
+    dvc.yaml puts them: training pairs, held-out pair accuracy and drift as a language model, ranking
     agreement with played-out outcomes, good-vs-bad accuracy, its length bias and the make-up of its step
     pairs; None where absent."""
-    names = sorted({d.name for sub in CRITIC_FIELDS for d in _subdirs(stage_reports / sub)})
+    names = sorted({name for kind in CRITIC_FIELDS for name in outputs_of(kind, domain, metrics=True)})
     rows = []
     for name in names:
         row = {"critic": name} | {field: None for fields in CRITIC_FIELDS.values() for field, _ in fields}
-        for sub, fields in CRITIC_FIELDS.items():
-            path = stage_reports / sub / name / "metrics.json"
+        for kind, fields in CRITIC_FIELDS.items():
+            path = Path(definition(kind, domain, name).metrics)
             if path.is_file():
                 data = read_json(path)
                 for field, key in fields:
@@ -289,7 +291,7 @@ class DomainResults:
 
 def episodes_have(evaluations: Path, column: str) -> bool:
     """Whether the evaluated episodes record `column` (every method's are scored alike in a run)."""
-    files = sorted(evaluations.glob("*/trajectories*.parquet"))
+    files = sorted(evaluations.glob(f"*/{EPISODE_FILES}"))
     return bool(files) and column in pl.read_parquet_schema(files[0])
 
 
@@ -302,7 +304,7 @@ def read_domain(
     report = get_domain_report(domain)
     methods = read_methods(reports / domain, report)
     rows = table_rows(methods, report, trained)
-    critics = read_critics(reports / domain / "stages")
+    critics = read_critics(domain)
     intervals = method_intervals(evaluations, report.episode_column, measure=report.episode_measure)
     if report.paired_wins and intervals and test_tasks is not None and test_tasks.is_file():
         if episodes_have(evaluations, "win"):  # each episode's win, by the metric the evaluations chose
@@ -313,7 +315,7 @@ def read_domain(
             intervals += method_intervals(evaluations, report.episode_column, measure="win rate", reference=reference)
     metrics = {m: read_json(reports / domain / m / "metrics.json") for m in methods}
     behaviour = behaviour_rows(evaluations, {m: metrics[m] for m in [*TRAINED, *sorted(metrics)] if m in metrics})
-    base = read_base_policy(reports / domain / "stages")
+    base = read_base_policy(domain)
     if base is not None and base.warm_started:
         rows = [replace(row, label=WARM_STARTED) if row.method == "zero_shot" else row for row in rows]
     check = goal_check(rows, report)

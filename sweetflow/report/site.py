@@ -23,6 +23,8 @@ from pathlib import Path
 
 import polars as pl
 
+from sweetflow.core.definition import output_of
+from sweetflow.core.tables import task_file
 from sweetflow.domain_report import get_domain_report
 from sweetflow.params import Params
 from sweetflow.report.episodes import dialogues, read_episodes, sweet_states
@@ -196,22 +198,21 @@ def write_run_site(
     results: list[DomainResults],
     plots: list[tuple[Path, str]],
     params: Params,
-    data_root: Path = Path("data"),
+    evaluations: dict[str, Path],
 ) -> None:
-    """The site of a run: the results, the plots (copied in), each domain's test dialogues and, for
-    trained domains, SWEET-RL at sampled states."""
+    """The site of a run: the results, the plots (copied in), each domain's test dialogues (the methods'
+    directories under its `evaluations`) and, for trained domains, SWEET-RL at sampled states."""
     copy_assets(site)
     links = []
     for r in results:
-        data = data_root / r.domain
         methods = {
             m: f
-            for m in _method_order(data / "evaluations")
-            if (f := read_episodes(data / "evaluations" / m)) is not None
+            for m in _method_order(evaluations[r.domain])
+            if (f := read_episodes(evaluations[r.domain] / m)) is not None
         }
-        tasks = read_tasks_by_id([data / "tasks" / "test.parquet"])
-        train = read_tasks_by_id([data / "tasks" / "train.parquet"])
-        states = sweet_states(data, train) if r.domain in params.train_domains else None
+        tasks = read_tasks_by_id([output_of("tasks", r.domain, file=task_file("test"))])
+        train = read_tasks_by_id([output_of("tasks", r.domain, file=task_file("train"))])
+        states = sweet_states(r.domain, train) if r.domain in params.train_domains else None
         links += write_domain_pages(site, r.domain, methods, tasks, params, states)
     shown = []
     for path, caption in plots:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -42,6 +43,7 @@ class Source:
     pad_id: int
     max_length: int  # the context: longer sequences are cut or dropped
     engine: TrainingParams
+    upstream: Callable[..., str]  # the stage's `upstream`: where another stage's output is, by its producer's name
 
 
 class Training(ABC):

@@ -271,10 +271,18 @@ def test_critic_trials_are_read_back_from_real_dvc_experiments(tmp_path, monkeyp
         "out.parent.mkdir(parents=True, exist_ok=True)\n"
         "out.write_text(json.dumps({'good_vs_bad_accuracy': 0.9 - lr, 'states_mixed': 3}))\n"
     )
+    # The critic's other stages are not run: tuning finds their metrics where dvc.yaml puts them, the
+    # critic's (committed) at a path only dvc.yaml names, the step pairs' nowhere.
+    (tmp_path / "elsewhere.json").write_text(json.dumps({"heldout_accuracy": 0.7}))
+    unrun = "".join(
+        f"  {kind}:\n    matrix: {{domain: [backend], critic: [with_info]}}\n    cmd: exit 1\n"
+        f"    metrics: [{metrics}: {{cache: false}}]\n"
+        for kind, metrics in (("critic", "elsewhere.json"), ("step_pairs", "reports/step_pairs.json"))
+    )
     (tmp_path / "dvc.yaml").write_text(
         "stages:\n  critic_quality:\n    matrix: {domain: [backend], critic: [with_info]}\n"
         f"    cmd: python measure.py\n    deps: [measure.py]\n    params: [critics]\n"
-        f"    metrics: [{out}: {{cache: false}}]\n"
+        f"    metrics: [{out}: {{cache: false}}]\n" + unrun
     )
     run("git", "add", "-A")
     run("git", "commit", "-qm", "project")
@@ -283,7 +291,7 @@ def test_critic_trials_are_read_back_from_real_dvc_experiments(tmp_path, monkeyp
     assert sorted(t.experiment for t in trials) == sorted(names)
     chosen = choose_critics(trials)["with_info"]
     assert chosen.config == {"learning_rate": 1e-4} and chosen.metrics["good_vs_bad_accuracy"] == pytest.approx(0.8999)
-    assert chosen.metrics["heldout_accuracy"] is None  # its critic stage did not run here
+    assert chosen.metrics["heldout_accuracy"] == 0.7 and chosen.metrics["score_length_corr"] is None
 
 
 def test_the_faithful_grid_refuses_an_mtdpo_budget_other_than_four():

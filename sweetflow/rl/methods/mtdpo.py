@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from sweetflow.core import paths
 from sweetflow.core.params import MtdpoParams
+from sweetflow.core.tables import PAIRS
 from sweetflow.rl.policy_methods import PreferenceTraining, Source
 from sweetflow.rl.sequences import trajectory_pair_data
 
 
 def training_data(p: MtdpoParams, source: Source) -> PreferenceTraining:
-    pairs_file = f"{paths.trajectory_pairs(source.domain)}/pairs.parquet"
+    pairs_file = source.upstream("trajectory_pairs", file=PAIRS)
     pair_data, _, dropped = trajectory_pair_data(
         source.tokenizer,
         source.tasks,

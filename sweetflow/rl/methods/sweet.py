@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import polars as pl
 
-from sweetflow.core import paths
 from sweetflow.core.params import SweetParams
+from sweetflow.core.tables import CANDIDATES, PAIRS
 from sweetflow.rl.policy_methods import PreferenceTraining, Source
 from sweetflow.rl.sequences import step_pair_data
 
 
 def training_data(p: SweetParams, source: Source) -> PreferenceTraining:
-    candidates_file = f"{paths.candidates(source.domain)}/candidates.parquet"
-    step_file = f"{paths.step_pairs(source.domain, p.critic)}/pairs.parquet"
+    candidates_file = source.upstream("candidates", file=CANDIDATES)
+    step_file = source.upstream("step_pairs", p.critic, file=PAIRS)
     pair_data, dropped = step_pair_data(
         source.tokenizer,
         source.tasks,
