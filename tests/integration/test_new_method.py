@@ -35,7 +35,7 @@ class ImitateAllParams(PolicyParams):
 
 
 def training_data(p: ImitateAllParams, source: Source) -> SftTraining:
-    chats = successful_chats(source.tasks, source.trajectories, float("-inf"), max_turns=source.max_turns)
+    chats = successful_chats(source.tasks, source.trajectories, float("-inf"))
     examples, cut = encode_chats(source.tokenizer, chats[: p.dialogues], source.max_length)
     return SftTraining([], {"train_dialogues": len(examples), "dialogues_cut": cut}, examples)
 '''

@@ -132,7 +132,17 @@ def test_candidates_come_from_a_server_of_the_base_model(served_project: Path):
 def test_an_agent_of_agents_is_served_from_the_base_model_by_the_evaluate_stage(served_project: Path):
     """`evaluate@` (and `rollout@`, the same code): the agent's params key names what was served."""
     project = served_project
-    run(["python", "-m", "stages.evaluate", "backend", "served_base"], project)
+    # Params keep model agents out of evaluate.methods, so no evaluate stage depends on a checkpoint; a
+    # run by hand that serves the base model declares it first, as `stage.upstream` asks of every read.
+    dvc_yaml = project / "dvc.yaml"
+    original = dvc_yaml.read_text()
+    entries = yaml.safe_load(original)
+    entries["stages"]["evaluate"]["deps"].append("models/${item.domain}/base")
+    dvc_yaml.write_text(yaml.safe_dump(entries, sort_keys=False))
+    try:
+        run(["python", "-m", "stages.evaluate", "backend", "served_base"], project)
+    finally:
+        dvc_yaml.write_text(original)
     manifest = read_manifest(project / "data/backend/evaluations/served_base")
     record = manifest["served"]["agents.served_base"]
     assert record["checkpoint"] == record["model"] == "models/backend/base"
