@@ -25,12 +25,6 @@ from sweetflow.report.plots import plot_curves, plot_methods, write_method_table
 from sweetflow.report.read import find_curves, read_domain
 from sweetflow.report.site import write_run_site
 
-REPORTS = Path("reports")
-SUMMARY = REPORTS / "summary"
-RESULTS_MD = REPORTS / "results.md"
-SITE = REPORTS / "site"
-DATA = Path("data")
-
 
 def main() -> None:
     stage = begin("report", __doc__, domain=False)
@@ -38,10 +32,14 @@ def main() -> None:
     # Every method's test episodes lie beside the references' scores, each in its own directory.
     evaluations = {d: Path(stage.upstream("score_references", domain=d)).parent for d in DOMAINS}
     tests = {d: Path(stage.upstream("tasks", domain=d, file=task_file("test"))) for d in DOMAINS}
-    results = [read_domain(REPORTS, evaluations[d], d, d in params.train_domains, tests[d]) for d in DOMAINS]
-    panels = [p for d in DOMAINS for p in find_curves(REPORTS / d / "stages", f"{d}: ")]
-    inputs = [p for d in DOMAINS for p in (REPORTS / d, DATA / d) if p.exists()]
-    with stage.output(inputs, out=SUMMARY) as out:
+    results = [read_domain(evaluations[d], d, d in params.train_domains, tests[d]) for d in DOMAINS]
+    panels = [p for d in DOMAINS for p in find_curves(d, f"{d}: ")]
+    summary, results_md, _, site_dir = map(Path, stage.definition.outs)
+    # The data directories it reads; the checkpoint of the clip metric is a dep, not data.
+    inputs = [
+        Path(dep) for dep in stage.definition.deps if dep.startswith(("reports/", "data/")) and Path(dep).exists()
+    ]
+    with stage.output(inputs, out=summary) as out:
         (out.dir / "results.md").write_text(render_markdown(results, params.seeds, plots="."))
         write_json(out.dir / "results.json", results_data(results, params.seeds))
         plot_methods(results, out.dir / "methods.png")
@@ -49,18 +47,18 @@ def main() -> None:
         for r in results:
             write_method_table(r, out.dir / f"methods-{r.domain}.csv")
         # The summary's run record is written last (its `with` closes after this one's).
-        with stage.output(inputs, out=SITE) as site:
+        with stage.output(inputs, out=site_dir) as site:
             plots = [
                 (out.dir / "methods.png", "The headline metrics per method (mean ± std over seeds)"),
                 (out.dir / "training_curves.png", "Training loss per run; a line per seed for the policies"),
             ]
             write_run_site(site.dir, results, plots, params, evaluations)
     # The same text at the top of reports/; its image links point into summary/.
-    markdown = render_markdown(results, params.seeds, plots=SUMMARY.name)
-    tmp = temporary_path(RESULTS_MD)
+    markdown = render_markdown(results, params.seeds, plots=summary.name)
+    tmp = temporary_path(results_md)
     try:
         tmp.write_text(markdown)
-        os.replace(tmp, RESULTS_MD)
+        os.replace(tmp, results_md)
     finally:
         tmp.unlink(missing_ok=True)
     print(markdown)

@@ -89,20 +89,20 @@ def output_of(
     return out / file if file is not None else out
 
 
-def outputs_of(kind: str, domain: str | None, metrics: bool = False) -> dict[str, Path]:
-    """The outputs on disk of every item of stage `kind` for `domain` (a critic's, a policy's), by
-    item, sorted: its entry's output with the item a wildcard; with `metrics`, the directories of
-    their metrics files. What a reader shows is what ran, with no params section of its own to name
-    the items."""
+def outputs_of(kind: str, domain: str | None, of: str = "out") -> dict[str, Path]:
+    """What every item of stage `kind` for `domain` (a critic, a policy, an agent) left on disk, by
+    item, sorted: its entry's output (`of="out"`), metrics file (`"metrics"`) or plots directory
+    (`"plots"`), with the item a wildcard; a stage without items has its one, keyed by the name of its
+    directory (`reports/backend/zero_shot/metrics.json` by `zero_shot`). What a reader shows is what ran,
+    with no params section of its own to name the items."""
     entry = definition(kind, domain, "*")
-    if metrics and entry.metrics is None:
-        raise InputError(f"{DVC_YAML}: stage {kind!r} declares no metrics")
-    pattern = Path(entry.metrics).parent if metrics else Path(entry.out)
-    if pattern.name != "*":
-        raise InputError(
-            f"{DVC_YAML}: stage {kind!r}: its {'metrics' if metrics else 'output'} does not end in its item"
-        )
-    return {path.name: path for path in sorted(Path().glob(pattern.as_posix())) if path.is_dir()}
+    pattern = {"out": entry.out, "metrics": entry.metrics, "plots": entry.plots}[of]
+    if pattern is None:
+        raise InputError(f"{DVC_YAML}: stage {kind!r} declares no {of}")
+    parts = Path(pattern).parts
+    # The item is the path's wildcard component; a stage without items is keyed by its directory's name.
+    at = parts.index("*") if "*" in parts else len(parts) - (2 if of == "metrics" else 1)
+    return {path.parts[at]: path for path in sorted(Path().glob(pattern)) if path.is_dir() == (of != "metrics")}
 
 
 def _lookup(data: object, dotted: str, where: Path) -> object:

@@ -1,4 +1,4 @@
-"""Reading what the evaluations and stages wrote under `reports/<domain>/`, and checking the paper's
+"""Reading what the evaluations and stages wrote, where their entries in dvc.yaml put it, and checking the paper's
 ordering. Every input may be missing (stages not run yet); a missing method becomes a "not run" row
 and a missing curve a missing line, so the report can be written at any point of the pipeline.
 """
@@ -119,14 +119,21 @@ def label(method: str) -> str:
     return LABELS.get(method, method)
 
 
-def read_methods(domain_reports: Path, report: DomainReport) -> dict[str, Row]:
-    """Every `<domain_reports>/<method>/metrics.json` present, by method name."""
-    if not domain_reports.is_dir():
-        return {}
+# The stages that evaluate a method, each writing its metrics where dvc.yaml says: the reference
+# solutions, the scripted agents, the base model and every trained policy.
+METHOD_STAGES = ("score_references", "evaluate", "evaluate_base", "evaluate_policy")
+
+
+def method_metrics(domain: str) -> dict[str, Path]:
+    """The metrics file of every method of `domain` evaluated so far, by method name, sorted."""
+    files = {method: path for kind in METHOD_STAGES for method, path in outputs_of(kind, domain, "metrics").items()}
+    return dict(sorted(files.items()))
+
+
+def read_methods(domain: str, report: DomainReport) -> dict[str, Row]:
+    """A row for every method of `domain` evaluated so far, by method name."""
     return {
-        d.name: method_row(d.name, read_json(d / "metrics.json"), d / "metrics.json", report)
-        for d in sorted(domain_reports.iterdir())
-        if (d / "metrics.json").is_file()
+        method: method_row(method, read_json(path), path, report) for method, path in method_metrics(domain).items()
     }
 
 
@@ -172,7 +179,7 @@ def read_critics(domain: str) -> list[dict]:
     dvc.yaml puts them: training pairs, held-out pair accuracy and drift as a language model, ranking
     agreement with played-out outcomes, good-vs-bad accuracy, its length bias and the make-up of its step
     pairs; None where absent."""
-    names = sorted({name for kind in CRITIC_FIELDS for name in outputs_of(kind, domain, metrics=True)})
+    names = sorted({name for kind in CRITIC_FIELDS for name in outputs_of(kind, domain, "metrics")})
     rows = []
     for name in names:
         row = {"critic": name} | {field: None for fields in CRITIC_FIELDS.values() for field, _ in fields}
@@ -205,8 +212,9 @@ def read_curve(path: Path) -> tuple[list[float], list[float]]:
     return steps, values
 
 
-def find_curves(stage_reports: Path, prefix: str = "") -> list[tuple[str, list[tuple[str, Path]]]]:
-    """Panels of training curves as (title, [(line label, TSV path)]), only for files present."""
+def find_curves(domain: str, prefix: str = "") -> list[tuple[str, list[tuple[str, Path]]]]:
+    """Panels of training curves as (title, [(line label, TSV path)]) of `domain`'s base model,
+    critics and policies, from the plots their entries declare, only for files present."""
     panels = []
 
     def panel(title: str, lines: list[tuple[str, Path]]) -> None:
@@ -217,14 +225,14 @@ def find_curves(stage_reports: Path, prefix: str = "") -> list[tuple[str, list[t
     def train_eval(metrics: Path) -> list[tuple[str, Path]]:
         return [("train", metrics / "train" / "loss.tsv"), ("eval", metrics / "eval" / "loss.tsv")]
 
-    panel("base policy (SFT)", train_eval(stage_reports / "base_model" / "plots" / "metrics"))
-    for d in _subdirs(stage_reports / "critics"):
-        panel(f"critic {d.name}", train_eval(d / "plots" / "metrics"))
-    for d in _subdirs(stage_reports / "policies"):
-        seeds = [s for s in _subdirs(d / "plots") if s.name.startswith("seed") and s.name[4:].isdigit()]
+    panel("base policy (SFT)", train_eval(Path(definition("base_model", domain, None).plots)))
+    for name, plots in outputs_of("critic", domain, "plots").items():
+        panel(f"critic {name}", train_eval(plots))
+    for name, plots in outputs_of("policy", domain, "plots").items():
+        seeds = [s for s in _subdirs(plots) if s.name.startswith("seed") and s.name[4:].isdigit()]
         seeds.sort(key=lambda s: int(s.name[4:]))
         panel(
-            f"policy {d.name}", [(s.name.replace("seed", "seed "), s / "metrics" / "train" / "loss.tsv") for s in seeds]
+            f"policy {name}", [(s.name.replace("seed", "seed "), s / "metrics" / "train" / "loss.tsv") for s in seeds]
         )
     return panels
 
@@ -295,14 +303,12 @@ def episodes_have(evaluations: Path, column: str) -> bool:
     return bool(files) and column in pl.read_parquet_schema(files[0])
 
 
-def read_domain(
-    reports: Path, evaluations: Path, domain: str, trained: bool, test_tasks: Path | None = None
-) -> DomainResults:
-    """A domain's results from its metrics under `reports/<domain>/` and, for the paired intervals,
+def read_domain(evaluations: Path, domain: str, trained: bool, test_tasks: Path | None = None) -> DomainResults:
+    """A domain's results from its evaluations' metrics and, for the paired intervals,
     its episodes under `evaluations` (data/<domain>/evaluations) and, for paired wins, the
     reference scores of its `test_tasks` table."""
     report = get_domain_report(domain)
-    methods = read_methods(reports / domain, report)
+    methods = read_methods(domain, report)
     rows = table_rows(methods, report, trained)
     critics = read_critics(domain)
     intervals = method_intervals(evaluations, report.episode_column, measure=report.episode_measure)
@@ -313,7 +319,7 @@ def read_domain(
             frame = pl.read_parquet(test_tasks, columns=["task_id", "reference_similarity"])
             reference = dict(zip(frame["task_id"].to_list(), frame["reference_similarity"].to_list()))
             intervals += method_intervals(evaluations, report.episode_column, measure="win rate", reference=reference)
-    metrics = {m: read_json(reports / domain / m / "metrics.json") for m in methods}
+    metrics = {m: read_json(path) for m, path in method_metrics(domain).items()}
     behaviour = behaviour_rows(evaluations, {m: metrics[m] for m in [*TRAINED, *sorted(metrics)] if m in metrics})
     base = read_base_policy(domain)
     if base is not None and base.warm_started:

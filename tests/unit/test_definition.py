@@ -77,13 +77,25 @@ def test_code_outside_a_stage_finds_outputs_by_their_producers_name(tmp_path, mo
     (tmp_path / "data/frontend/ranked/c").mkdir(parents=True)
     assert outputs_of("rank", "backend") == {"a": Path("data/backend/ranked/a"), "b": Path("data/backend/ranked/b")}
     assert list(outputs_of("rank", "frontend")) == ["c"]
-    with pytest.raises(InputError, match="stage 'rollout': its output does not end in its item"):
-        outputs_of("rollout", "backend")
+    assert outputs_of("rollout", "backend") == {}
+    (tmp_path / "data/backend/rollout").mkdir(parents=True)
+    assert outputs_of("rollout", "backend") == {"rollout": Path("data/backend/rollout")}
     (tmp_path / "reports/backend/stages/critic_quality/a").mkdir(parents=True)
-    assert outputs_of("critic_quality", "backend", metrics=True) == {
-        "a": Path("reports/backend/stages/critic_quality/a")
+    assert outputs_of("critic_quality", "backend", "metrics") == {}  # a directory without its metrics file
+    (tmp_path / "reports/backend/stages/critic_quality/a/metrics.json").write_text("{}")
+    assert outputs_of("critic_quality", "backend", "metrics") == {
+        "a": Path("reports/backend/stages/critic_quality/a/metrics.json")
     }
-    assert outputs_of("critic_quality", "frontend", metrics=True) == {}
+    assert outputs_of("critic_quality", "frontend", "metrics") == {}
+    (tmp_path / "reports/backend/zero_shot").mkdir(parents=True)
+    (tmp_path / "reports/backend/zero_shot/metrics.json").write_text("{}")
+    assert outputs_of("evaluate_base", "backend", "metrics") == {
+        "zero_shot": Path("reports/backend/zero_shot/metrics.json")
+    }
+    (tmp_path / "reports/backend/stages/policies/rft/plots").mkdir(parents=True)
+    assert outputs_of("policy", "backend", "plots") == {"rft": Path("reports/backend/stages/policies/rft/plots")}
+    with pytest.raises(InputError, match="stage 'rollout' declares no plots"):
+        outputs_of("rollout", "backend", "plots")
 
 
 def test_a_stage_dvc_yaml_lacks_or_a_value_params_lack_is_named(tmp_path):
