@@ -78,6 +78,10 @@ class DomainReport(ABC):
         """What the dialogues page shows of a task besides its family and request."""
         return {}
 
+    def prepare(self, episodes: list[tuple[dict, dict, list[dict]]], pictures: object | None) -> None:
+        """Called with a method's shown episodes (task, trajectory row, dialogue turns) before their
+        `episode_details`: where pictures are drawn, all of them at once."""
+
     def episode_details(self, task: dict, row: dict, turns: list[dict], pictures: object | None) -> dict:
         """What the dialogues page shows of an episode (a trajectory row) besides its dialogue `turns`
         and outcome; a "turns" key replaces them."""

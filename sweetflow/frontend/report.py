@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from PIL import Image
@@ -33,6 +33,8 @@ class Pictures:
     params: Params
     _pool: object = None
     _similarity: object = None
+    _saved: dict = field(default_factory=dict)  # page HTML -> its picture's site path (None: it did not render)
+    _scores: dict = field(default_factory=dict)  # (page HTML, target PNG) -> their similarity
 
     def __enter__(self) -> Pictures:
         scoring = self.params.frontend.scoring
@@ -56,13 +58,24 @@ class Pictures:
             image.save(path, "JPEG", quality=80, optimize=True)
         return name
 
+    def score(self, pages: list[tuple[str, bytes | None]]) -> None:
+        """Render, save and score against its target each (page HTML, target PNG) not done yet, all in
+        one batch: the pool's tabs stay busy, where a dialogue at a time left them waiting on its last page."""
+        todo = [
+            (h, t)
+            for h, t in dict.fromkeys(pages)
+            if h not in self._saved or (t is not None and (h, t) not in self._scores)
+        ]
+        htmls = list(dict.fromkeys(h for h, _ in todo))
+        shots = dict(zip(htmls, self._pool.render_many(htmls, desc=None)))
+        self._saved.update((h, self.save(shots[h])) for h in htmls)
+        scored = [(h, t) for h, t in todo if t is not None]
+        self._scores.update(zip(scored, self._similarity([shots[h] for h, _ in scored], [t for _, t in scored])))
+
     def pages(self, htmls: list[str | None], target: bytes | None) -> list[tuple[str | None, float | None]]:
         """(picture, similarity to the target) of each page; (None, None) for a message with no page."""
-        distinct = list(dict.fromkeys(h for h in htmls if h is not None))
-        shots = dict(zip(distinct, self._pool.render_many(distinct, desc=None)))
-        sims = dict(zip(distinct, self._similarity([shots[h] for h in distinct], [target] * len(distinct))))
-        sims = sims if target is not None else {}
-        return [(None, None) if h is None else (self.save(shots[h]), sims.get(h)) for h in htmls]
+        self.score([(h, target) for h in htmls if h is not None])
+        return [(None, None) if h is None else (self._saved[h], self._scores.get((h, target))) for h in htmls]
 
 
 class FrontendReport(DomainReport):
@@ -103,16 +116,29 @@ class FrontendReport(DomainReport):
         """The target page's picture."""
         return {} if pictures is None else {"target": pictures.save(task.get("target_png"))}
 
+    def prepare(self, episodes: list[tuple[dict, dict, list[dict]]], pictures: Pictures | None) -> None:
+        """Every page the episodes show, rendered and scored at once."""
+        if pictures is not None:
+            shown = [(h, task.get("target_png")) for task, row, turns in episodes for h in _pages(row, turns)]
+            pictures.score([(h, target) for h, target in shown if h is not None])
+
     def episode_details(self, task: dict, row: dict, turns: list[dict], pictures: Pictures | None) -> dict:
         """Each turn's page and the final page, pictured, with their similarities to the target."""
         if pictures is None:
             return {}
-        htmls = [page_snippet(t["text"]) if t["role"] == AGENT else None for t in turns]
+        htmls = _pages(row, turns)[:-1]
         pictured = []
         for turn, (picture, sim) in zip(turns, pictures.pages(htmls, task.get("target_png"))):
             pictured.append(turn if picture is None else {**turn, "page": picture, "similarity": sim})
-        final = pictures.pages([page_snippet(row["answer"] or "")], task.get("target_png"))[0]
+        final = pictures.pages(_pages(row, turns)[-1:], task.get("target_png"))[0]
         return {"turns": pictured, "final_page": final[0], "final_similarity": final[1]}
+
+
+def _pages(row: dict, turns: list[dict]) -> list[str | None]:
+    """The page of each turn (None where the turn shows none), then the final answer's."""
+    return [page_snippet(t["text"]) if t["role"] == AGENT else None for t in turns] + [
+        page_snippet(row["answer"] or "")
+    ]
 
 
 REPORT = FrontendReport()

@@ -47,12 +47,14 @@ def dialogues(
     (frontend: the first few of each method's first seed, each turn's page rendered)."""
     episodes, used = [], set()
     for method, frame in methods.items():
-        for row in report.shown_episodes(frame).iter_rows(named=True):
-            task = tasks.get(row["task_id"])
-            if task is None:
-                continue
+        rows = [
+            (tasks[row["task_id"]], row, [{"role": t["role"], "text": t["content"]} for t in row["dialogue"]])
+            for row in report.shown_episodes(frame).iter_rows(named=True)
+            if row["task_id"] in tasks
+        ]
+        report.prepare(rows, pictures)
+        for task, row, turns in rows:
             used.add(row["task_id"])
-            turns = [{"role": t["role"], "text": t["content"]} for t in row["dialogue"]]
             entry = {
                 "method": method,
                 "seed": row["seed_index"],

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sweetflow.agents.openai import OpenAIAgent
-from sweetflow.agents.transformers import Prefix, TransformersAgent, choose, sample, turn_seed
+from sweetflow.agents.transformers import Prefix, ReservedLayer, TransformersAgent, choose, sample, turn_seed
 from sweetflow.backend.domain import sandbox_runtime
 from sweetflow.backend.simulators import ScriptedHuman
 from sweetflow.core.tables import to_frame
@@ -118,6 +118,33 @@ def test_batching_and_left_padding_change_nothing(checkpoint, views, temperature
     alone = agent(checkpoint, temperature=temperature, max_new_tokens=32, batch_size=1).act(views)
     assert [t.message for t in together] == [t.message for t in alone]
     assert [t.logprob_sum for t in together] == pytest.approx([t.logprob_sum for t in alone], abs=1e-4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(1, 8),
+    filled=st.integers(1, 6),
+    data=st.data(),
+)
+def test_a_reserved_cache_selects_rows_as_indexing_does(rows, filled, data):
+    """Dropping finished rows (ascending indices, moved in place) and copying a prompt's rows to its
+    samples (repeated indices) leave each layer's keys and values those of plain indexing, bit for
+    bit, and the next token is written after them."""
+    capacity = filled + 3
+    keys, values = torch.randn(rows, 2, filled, 4), torch.randn(rows, 2, filled, 4)
+    layer = ReservedLayer(capacity)
+    layer.update(keys, values)
+    ascending = data.draw(st.lists(st.integers(0, rows - 1), min_size=1, unique=True).map(sorted))
+    repeated = data.draw(st.lists(st.integers(0, len(ascending) - 1), min_size=1, max_size=10))
+    for indices in (ascending, repeated):
+        chosen = torch.tensor(indices)
+        layer.batch_select_indices(chosen)
+        keys, values = keys[chosen], values[chosen]
+        assert torch.equal(layer.keys, keys) and torch.equal(layer.values, values)
+        new_key, new_value = torch.randn(len(indices), 2, 1, 4), torch.randn(len(indices), 2, 1, 4)
+        got = layer.update(new_key, new_value)
+        keys, values = torch.cat([keys, new_key], dim=2), torch.cat([values, new_value], dim=2)
+        assert torch.equal(got[0], keys) and torch.equal(got[1], values)
 
 
 @settings(max_examples=12, derandomize=True)
