@@ -77,6 +77,7 @@ SMOKE = {
         ],
         "sandbox_throughput.json",
     ),
+    "stage_times": (["--before", "runs-before", "--after", "runs-after"], "stage_times.json"),
     "sft_throughput": (
         ["--examples", "4", "--threads", "1", "--precisions", "fp32", "--device", "cpu"],
         "sft_throughput.json",
@@ -95,6 +96,11 @@ def bench_root(corpus, tmp_path_factory) -> Path:
     for domain, sample in (("backend", "backend_test_first100.jsonl"), ("frontend", "frontend_test_first30.jsonl")):
         lines = (SAMPLE / sample).read_text().splitlines()
         (root / f"rows-{domain}.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    for side, seconds in (("before", 3.0), ("after", 2.0)):  # two stages' run records of a run of each side
+        runs = root / f"runs-{side}" / "reports" / "runs"
+        runs.mkdir(parents=True)
+        for stage in ("tasks@backend", "report"):
+            (runs / f"{stage}.json").write_text(json.dumps({"stage": stage, "wall_time_s": seconds}))
     return root
 
 
