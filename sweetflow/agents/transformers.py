@@ -304,12 +304,12 @@ class ReservedLayer(DynamicLayer):
     def batch_select_indices(self, indices: torch.Tensor) -> None:
         rows = indices.tolist()
         if all(a < b for a, b in zip(rows, rows[1:])):
-            # Dropping finished rows: the rows kept move up in place, their filled part only. Indexing
-            # would copy every kept row's whole capacity, a fifth of a decoding run's time.
-            for to, row in enumerate(rows):
-                if to != row:
-                    for buffer in (self.key_buffer, self.value_buffer):
-                        buffer[to, :, : self.length] = buffer[row, :, : self.length]
+            # Dropping finished rows: the rows kept move up in place, their filled part only, in one copy
+            # per buffer (the rows before the first dropped one stay). Indexing would copy every kept
+            # row's whole capacity, a fifth of a decoding run's time.
+            moved = next((to for to, row in enumerate(rows) if to != row), len(rows))
+            for buffer in (self.key_buffer, self.value_buffer):
+                buffer[moved : len(rows), :, : self.length] = buffer[indices[moved:], :, : self.length]
             self.key_buffer, self.value_buffer = self.key_buffer[: len(rows)], self.value_buffer[: len(rows)]
         else:  # rows repeated (a prompt's cache copied to each of its samples)
             self.key_buffer, self.value_buffer = self.key_buffer[indices], self.value_buffer[indices]
