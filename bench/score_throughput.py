@@ -138,8 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     tasks = [task_from_row(row, args.rows, i) for i, row in enumerate(rows, 1)]
     workers = args.workers or os.cpu_count() or 1
     params = load_params(ROOT / "params.yaml")
-    sandbox = params.backend.scoring.model_copy(update={"workers": workers})
-    render, similarity = params.frontend.scoring.render, params.frontend.scoring.similarity
+    # ColBench's evaluator's rules (`sweetflow score --rules official`): OFFICIAL, resolved from the section.
+    sandbox = params.backend.scoring.model_copy(
+        update={"workers": workers, "answer_filter": "always", "namespace": "function"}
+    )
+    backend = params.backend.model_copy(update={"scoring": sandbox})
+    assert backend.scoring_rules() == OFFICIAL
     # What the `tasks` stage stores with each task, made once, untimed: the references run twice.
     distinct = list({t["task_id"]: t for t in tasks}.values())
     with Sandbox(sandbox) as pool:
@@ -158,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         all_tasks = tasks * args.repeat
 
         def ours(table: dict | None) -> list[bool]:
-            score_file(trajectories, "backend", out, sandbox, render, similarity, OFFICIAL, table)
+            score_file(trajectories, "backend", out, backend, table)
             return pl.read_parquet(out)["success"].to_list()
 
         scorers = {

@@ -35,7 +35,7 @@ def main() -> None:
     with stage.output(inputs) as out:
         tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
         labels = get_domain(domain).label_candidates(
-            params, pl.read_parquet(candidates_file), pl.read_parquet(rollout), tasks
+            params.domain(domain), pl.read_parquet(candidates_file), pl.read_parquet(rollout), tasks
         )
         if labels is None:
             pl.DataFrame(schema=LABELS_SCHEMA).write_parquet(out.dir / LABELS)

@@ -30,7 +30,7 @@ def main() -> None:
     tasks = read_tasks(domain, "test")
     table = stage.upstream("tasks", file=task_file("test"))
     with stage.output([table]) as out:
-        with get_domain(domain).open(params) as runtime:
+        with get_domain(domain).open(params.domain(domain)) as runtime:
             scores = runtime.score(tasks, [t["ground_truth"] for t in tasks])
         frame = pl.DataFrame(
             {

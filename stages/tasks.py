@@ -24,7 +24,7 @@ from sweetflow.core.tables import task_builder, task_file
 def main() -> None:
     stage = begin("tasks", __doc__)
     d = stage.params.domain(stage.domain)
-    built = task_builder(stage.domain)(stage.params)
+    built = task_builder(stage.domain)(d)
     with stage.output(built.inputs, d.tasks.seed) as out:
         for split, table in built.splits.items():
             table.write_parquet(out.dir / task_file(split))

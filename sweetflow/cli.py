@@ -138,7 +138,6 @@ def parser_score(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from sweetflow.backend.params import ScoringRules
     from sweetflow.backend.tasks.table import stored_references
     from sweetflow.params import load_params
     from sweetflow.scorefile import score_file
@@ -147,16 +146,30 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise InputError("--metric clip needs --clip-checkpoint DIR (a local CLIP checkpoint)")
     params = load_params(args.params)
     workers = {"workers": args.workers} if args.workers else {}
-    sandbox = params.backend.scoring.model_copy(update=workers)
-    render = params.frontend.scoring.render.model_copy(update={"pages": args.workers} if args.workers else {})
-    similarity = params.frontend.scoring.similarity.model_copy(
-        update={"metric": args.metric, "clip_checkpoint": args.clip_checkpoint}
+    official = {"answer_filter": "always", "namespace": "function"} if args.rules == "official" else {}
+    backend = params.backend.model_copy(
+        update={"scoring": params.backend.scoring.model_copy(update={**workers, **official})}
     )
-    rules = ScoringRules(True, True) if args.rules == "official" else params.backend.scoring_rules()
+    frontend_scoring = params.frontend.scoring
+    frontend = params.frontend.model_copy(
+        update={
+            "scoring": frontend_scoring.model_copy(
+                update={
+                    "render": frontend_scoring.render.model_copy(
+                        update={"pages": args.workers} if args.workers else {}
+                    ),
+                    "similarity": frontend_scoring.similarity.model_copy(
+                        update={"metric": args.metric, "clip_checkpoint": args.clip_checkpoint}
+                    ),
+                }
+            )
+        }
+    )
     stored = {}
     for table in args.tasks:
-        stored.update(stored_references(table, sandbox, rules))
-    summary = score_file(args.file, args.domain, args.out, sandbox, render, similarity, rules, stored)
+        stored.update(stored_references(table, backend.scoring, backend.scoring_rules()))
+    section = {"backend": backend, "frontend": frontend}[args.domain]
+    summary = score_file(args.file, args.domain, args.out, section, stored)
     print(json.dumps(summary, indent=2))
     return 0
 

@@ -10,9 +10,11 @@ and the final answer is scored. What differs is who plays the parts and how an a
   compared with the target's screenshot (reward: visual similarity; no success); the human names
   how the shown page differs.
 
-`get_domain(name)` gives the `Domain`; its `open(params)` starts what the domain needs (the
-sandbox's workers, or a browser) and yields a `DomainRuntime` for the rollout engine. Making a
-domain's tasks (`tasks@<domain>`) is each domain's `build_tasks(params) -> TaskSet`
+`get_domain(name)` gives the `Domain`; its `open(p)` starts what the domain needs (the sandbox's
+workers, or a browser) and yields a `DomainRuntime` for the rollout engine. A domain reads its own
+section of params.yaml (`p`, its `sweetflow.<domain>.params` class), never the whole file: the
+assembler of params.yaml (`sweetflow.params`) sits above the domains. Making a domain's tasks
+(`tasks@<domain>`) is each domain's `build_tasks(p) -> TaskSet`
 (`sweetflow.<domain>.build`, loaded by `sweetflow.core.tables.task_builder`). How a domain's results read (its
 metrics' words, what the site shows) is its `DomainReport` (`sweetflow.domain_report`), which starts
 nothing, so that the report does not depend on the sandbox.
@@ -29,13 +31,10 @@ from pathlib import Path
 import polars as pl
 
 from sweetflow.agents.model import open_model_agent
-from sweetflow.backend.params import SandboxParams, ScoringRules
 from sweetflow.core.domains import domain_module
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import AgentParams, NoAskAgentParams, ScriptedAgentParams
+from sweetflow.core.params import AgentParams, DomainParams, NoAskAgentParams, ScriptedAgentParams
 from sweetflow.dialogue import Agent
-from sweetflow.frontend.params import RenderParams, SimilarityParams
-from sweetflow.params import Params
 
 
 @dataclass
@@ -61,17 +60,6 @@ class DomainRuntime:
     unscored: Score  # what an episode that could not be completed scores
 
 
-@dataclass
-class FileScoring:
-    """How `sweetflow score` scores a file of trajectories made elsewhere; each domain reads its own."""
-
-    sandbox: SandboxParams  # backend: the sandbox that runs references and answers
-    render: RenderParams  # frontend: the renderer of answers and targets
-    similarity: SimilarityParams  # frontend: how a rendered page is compared with its target
-    rules: ScoringRules  # backend: ours or ColBench's official filter and comparison
-    stored: dict  # backend: reference checks by task id from a checked task table; those references don't run
-
-
 class Domain(ABC):
     name: str
     # The two metrics of the paper's Table 2, as metrics files name them; `goal_metric` is the one
@@ -80,8 +68,8 @@ class Domain(ABC):
     goal_metric: str
 
     @abstractmethod
-    def open(self, params: Params) -> AbstractContextManager[DomainRuntime]:
-        """Start the simulator and the scorer the params name."""
+    def open(self, p: DomainParams) -> AbstractContextManager[DomainRuntime]:
+        """Start the simulator and the scorer that the domain's section `p` names."""
 
     @abstractmethod
     def scripted_agent(self, p: ScriptedAgentParams | NoAskAgentParams) -> Agent:
@@ -102,11 +90,13 @@ class Domain(ABC):
         """The headline metrics of a set of trajectories (TRAJECTORY_SCHEMA) on `tasks`."""
 
     @abstractmethod
-    def score_file(self, path: Path | str, scoring: FileScoring) -> tuple[dict, pl.DataFrame]:
-        """Score a JSONL of ColBench rows (`task`, `answer`): the summary, and one scored row per line."""
+    def score_file(self, path: Path | str, p: DomainParams, stored: dict) -> tuple[dict, pl.DataFrame]:
+        """Score a JSONL of ColBench rows (`task`, `answer`) as the section `p` scores: the summary, and one
+        scored row per line. `stored`: reference checks by task id from checked task tables (backend:
+        those references do not run again)."""
 
     def label_candidates(
-        self, params: Params, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]
+        self, p: DomainParams, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]
     ) -> pl.DataFrame | None:
         """Each candidate action's kind and whether it is good at its state (state_id, candidate,
         kind, good), for the critic's mechanism metrics; None where the domain has no such labels."""

@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from sweetflow.core.domains import domain_module
-from sweetflow.params import Params
+from sweetflow.core.params import DomainParams
 
 NOT_COMPLETED = "not completed"  # the outcome of an episode that failed or was not scored
 
@@ -70,8 +70,9 @@ class DomainReport(ABC):
     def completed_outcome(self, reward: float, success: bool | None) -> str:
         """The outcome words of a completed episode."""
 
-    def pictures(self, site: Path, params: Params) -> AbstractContextManager[object | None]:
-        """What draws the site's pictures of this domain's answers (None: it shows none)."""
+    def pictures(self, site: Path, p: DomainParams) -> AbstractContextManager[object | None]:
+        """What draws the site's pictures of this domain's answers, as its section `p` scores them (None:
+        it shows none)."""
         return nullcontext(None)
 
     def task_details(self, task: dict, pictures: object | None) -> dict:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sweetflow.backend.params import SandboxParams, ScoringRules
 from sweetflow.core.errors import InputError
-from sweetflow.domain import FileScoring, get_domain
-from sweetflow.frontend.params import RenderParams, SimilarityParams
+from sweetflow.core.params import DomainParams
+from sweetflow.domain import get_domain
 
 
 def check_writable(out: Path) -> None:
@@ -28,23 +27,14 @@ def check_writable(out: Path) -> None:
         out.unlink()
 
 
-def score_file(
-    path: Path | str,
-    domain: str,
-    out: Path | None,
-    sandbox: SandboxParams,
-    render: RenderParams,
-    similarity: SimilarityParams,
-    rules: ScoringRules = ScoringRules(),
-    stored: dict | None = None,
-) -> dict:
-    """Score the file's rows as `domain` scores them (the backend with `sandbox` and `rules`, and the
-    reference checks `stored` by task id, `sweetflow.backend.tasks.table.stored_references`, whose
-    references are not run again; the frontend with `render` and `similarity`); write one row per line
+def score_file(path: Path | str, domain: str, out: Path | None, p: DomainParams, stored: dict | None = None) -> dict:
+    """Score the file's rows as `domain` scores them with its section `p` (the backend in the sandbox,
+    with the reference checks `stored` by task id, `sweetflow.backend.tasks.table.stored_references`,
+    whose references are not run again; the frontend rendered and compared); write one row per line
     to `out` (Parquet for a .parquet name, else JSONL) if given; return the summary."""
     if out is not None:
         check_writable(out)
-    summary, rows = get_domain(domain).score_file(path, FileScoring(sandbox, render, similarity, rules, stored or {}))
+    summary, rows = get_domain(domain).score_file(path, p, stored or {})
     if out is not None:
         if Path(out).suffix == ".parquet":
             rows.write_parquet(out)

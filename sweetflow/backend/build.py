@@ -5,21 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sweetflow.backend.params import TasksParams
+from sweetflow.backend.params import BackendParams, TasksParams
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import FLAGS, check_references
 from sweetflow.backend.tasks import colbench, llm, procedural
 from sweetflow.backend.tasks.table import CHECKED_SCHEMA, to_frame
 from sweetflow.core.errors import StageFailed
 from sweetflow.core.tables import TaskSet, flag_counts, split_off_validation
-from sweetflow.params import Params
 
 
-def build_tasks(params: Params) -> TaskSet:
+def build_tasks(p: BackendParams) -> TaskSet:
     """Every reference runs twice in the sandbox; its outputs become the expected outputs; references
     that fail, time out, are nondeterministic, return None or values unequal to themselves are
     flagged. For LLM-written tasks, rejections by reason."""
-    p = params.backend
     with Sandbox(p.scoring) as sandbox:
         metrics: dict = {}
         train, test, inputs = load_tasks(p.tasks, sandbox, metrics)

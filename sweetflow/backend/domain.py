@@ -12,7 +12,7 @@ import polars as pl
 
 from sweetflow.backend.agents import NoAsk, ScriptedExpert
 from sweetflow.backend.diagnosis import failure_breakdown, label_candidates
-from sweetflow.backend.params import ScoringRules
+from sweetflow.backend.params import BackendParams, ScoringRules
 from sweetflow.backend.report import REPORT
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scorefile import score_backend_file
@@ -21,8 +21,7 @@ from sweetflow.backend.simulators import ScriptedHuman, make_human
 from sweetflow.backend.tasks.colbench import task_from_row, task_id_of
 from sweetflow.core.params import NoAskAgentParams, ScriptedAgentParams
 from sweetflow.dialogue import Agent
-from sweetflow.domain import Domain, DomainRuntime, FileScoring, Score
-from sweetflow.params import Params
+from sweetflow.domain import Domain, DomainRuntime, Score
 
 
 class Backend(Domain):
@@ -30,8 +29,7 @@ class Backend(Domain):
     headline, goal_metric = REPORT.headline, REPORT.goal_metric
 
     @contextmanager
-    def open(self, params: Params) -> Iterator[DomainRuntime]:
-        p = params.backend
+    def open(self, p: BackendParams) -> Iterator[DomainRuntime]:
         with Sandbox(p.scoring) as sandbox:
             endpoint = p.simulator.endpoint
             concurrency = endpoint.concurrency if endpoint else 1
@@ -54,18 +52,17 @@ class Backend(Domain):
         return {**headline, **failure_breakdown(by_id, frame.select("task_id", "dialogue", "success").rows())}
 
     def label_candidates(
-        self, params: Params, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]
+        self, p: BackendParams, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]
     ) -> pl.DataFrame:
         """Questions are judged by the scripted human's matcher (whatever simulator the run used),
         answers by the sandbox (`sweetflow.backend.diagnosis`)."""
-        p = params.backend
         human = ScriptedHuman(p.simulator.max_facts, p.simulator.max_reply_chars, p.simulator.match_threshold)
         with Sandbox(p.scoring) as sandbox:
             runtime = sandbox_runtime(human, sandbox, rules=p.scoring_rules())
             return label_candidates(candidates, trajectories, tasks, human, runtime.score)
 
-    def score_file(self, path: Path | str, scoring: FileScoring) -> tuple[dict, pl.DataFrame]:
-        return score_backend_file(path, scoring.sandbox, scoring.rules, scoring.stored)
+    def score_file(self, path: Path | str, p: BackendParams, stored: dict) -> tuple[dict, pl.DataFrame]:
+        return score_backend_file(path, p.scoring, p.scoring_rules(), stored)
 
     def offline_task_id(self, row: dict, path: object, line: int) -> str:
         return task_from_row(row, path, line)["task_id"]

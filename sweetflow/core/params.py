@@ -696,8 +696,8 @@ MAX_PROBLEMS = 20
 _UNION_TAGS = {"scripted", "no_ask", "transformers", "served", "openai"}
 
 
-def _describe(err: dict) -> str:
-    key = ".".join(str(p) for p in err["loc"] if p not in _UNION_TAGS) or "(top level)"
+def _describe(err: dict, within: tuple[str, ...] = ()) -> str:
+    key = ".".join(str(p) for p in within + err["loc"] if p not in _UNION_TAGS) or "(top level)"
     got = _SHORT.repr(err.get("input"))
     if err["type"] == "extra_forbidden":
         return f"{key}: unknown key (value {got}); check its spelling against `sweetflow params`"
@@ -706,19 +706,24 @@ def _describe(err: dict) -> str:
     return f"{key}: {err['msg']} (got {got})"
 
 
-def read_params(model: type[ParamsModel], path: Path | str = PARAMS_FILE) -> ParamsModel:
-    """Read and validate a params file as `model`; every problem is a ParamsError naming the file and
-    each bad key."""
+def read_params(model: type[ParamsModel], path: Path | str = PARAMS_FILE, section: str | None = None) -> ParamsModel:
+    """Read and validate a params file as `model`, or only its top-level `section` (a domain's, say) as
+    `model`; every problem is a ParamsError naming the file and each bad key."""
     path = Path(path)
     if not path.exists():
         raise ParamsError(f"{path}: not found; the pipeline's parameters live in params.yaml at the project's root")
     raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise ParamsError(f"{path}: expected a mapping of sections, got {type(raw).__name__}")
+    within: tuple[str, ...] = ()
+    if section is not None:
+        if section not in raw:
+            raise ParamsError(f"{path}: no section {section!r}")
+        raw, within = raw[section], (section,)
     try:
         return model.model_validate(raw)
     except ValidationError as e:
-        problems = [_describe(err) for err in e.errors()[:MAX_PROBLEMS]]
+        problems = [_describe(err, within) for err in e.errors()[:MAX_PROBLEMS]]
         if e.error_count() > MAX_PROBLEMS:
             problems.append(f"... and {e.error_count() - MAX_PROBLEMS:,} more")
         raise ParamsError(f"{path}: invalid parameters:\n  " + "\n  ".join(problems)) from None

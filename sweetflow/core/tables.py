@@ -138,8 +138,8 @@ class TaskSet:
 
 
 def task_builder(domain: str) -> Callable[..., TaskSet]:
-    """How `domain` makes its tasks (stage `tasks@<domain>`): `build_tasks(params)` of `sweetflow.<domain>.build`,
-    given the whole of params.yaml (`sweetflow.params.Params`, which core does not import)."""
+    """How `domain` makes its tasks (stage `tasks@<domain>`): `build_tasks(p)` of `sweetflow.<domain>.build`,
+    given the domain's section of params.yaml."""
     return domain_module(domain, "build").build_tasks
 
 

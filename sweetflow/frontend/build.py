@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from sweetflow.core.tables import TaskSet, flag_counts, split_off_validation
 from sweetflow.frontend.checks import FLAGS, check_targets
+from sweetflow.frontend.params import FrontendParams
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.similarity import Similarity
 from sweetflow.frontend.tasks import CHECKED_FRONTEND_SCHEMA, generate_frontend_tasks, read_frontend_jsonl, to_frame
-from sweetflow.params import Params
 
 
-def build_tasks(params: Params) -> TaskSet:
+def build_tasks(p: FrontendParams) -> TaskSet:
     """Every target page is rendered twice; its screenshot is stored with the task, pages that fail
     or render differently are flagged; the page made from the description alone is scored as each
     task's reference."""
-    p = params.frontend
     if p.tasks.source == "procedural":
         train, test = generate_frontend_tasks(
             p.tasks.n_train + p.tasks.n_val, p.tasks.n_test, p.tasks.seed, progress=True, test_seed=p.tasks.test_seed

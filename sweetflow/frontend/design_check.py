@@ -30,12 +30,13 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from sweetflow.core.params import read_params
 from sweetflow.frontend.checks import reference_page
 from sweetflow.frontend.design import WEIGHTS, design_terms, weighted
+from sweetflow.frontend.params import FrontendParams
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.similarity import Similarity, load_image, win
 from sweetflow.frontend.tasks import generate_frontend_tasks
-from sweetflow.params import load_params
 
 BLANK = "<html><body></body></html>"
 GRAY = "<html><body style='background:#6B7280'></body></html>"  # Tailwind 2's gray-500
@@ -52,7 +53,7 @@ def one_colour(png: bytes) -> str:
 
 
 def check(n_tasks: int, seed: int, params_file: Path) -> dict:
-    p = load_params(params_file).frontend.scoring
+    p = read_params(FrontendParams, params_file, section="frontend").scoring
     _, tasks = generate_frontend_tasks(0, n_tasks, seed)
     targets = [t["ground_truth"] for t in tasks]
     references = [reference_page(t["problem_description"]) for t in tasks]

@@ -13,16 +13,16 @@ import polars as pl
 
 from sweetflow.core.params import NoAskAgentParams, ScriptedAgentParams
 from sweetflow.dialogue import Agent
-from sweetflow.domain import Domain, DomainRuntime, FileScoring, Score
+from sweetflow.domain import Domain, DomainRuntime, Score
 from sweetflow.frontend.agents import DesignExpert, DesignNoAsk
 from sweetflow.frontend.diagnosis import label_candidates
+from sweetflow.frontend.params import FrontendParams
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.report import REPORT
 from sweetflow.frontend.scorefile import score_frontend_file
 from sweetflow.frontend.scoring import score_pages
 from sweetflow.frontend.similarity import Similarity, win, win_rate
 from sweetflow.frontend.simulators import make_design_human
-from sweetflow.params import Params
 
 
 class Frontend(Domain):
@@ -30,8 +30,7 @@ class Frontend(Domain):
     headline, goal_metric = REPORT.headline, REPORT.goal_metric
 
     @contextmanager
-    def open(self, params: Params) -> Iterator[DomainRuntime]:
-        p = params.frontend
+    def open(self, p: FrontendParams) -> Iterator[DomainRuntime]:
         similarity = Similarity(p.scoring.similarity)
         by_design = p.scoring.similarity.win_metric == "design"
         with RenderPool(p.scoring.render) as pool:
@@ -70,15 +69,15 @@ class Frontend(Domain):
         return DesignExpert(p.skill) if p.backend == "scripted" else DesignNoAsk()
 
     def label_candidates(
-        self, params: Params, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]
+        self, p: FrontendParams, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]
     ) -> pl.DataFrame:
         """Each candidate's page rendered and compared with the target, against the page before it
         (`sweetflow.frontend.diagnosis`)."""
-        with self.open(params) as runtime:
+        with self.open(p) as runtime:
             return label_candidates(candidates, trajectories, tasks, runtime.score)
 
-    def score_file(self, path: Path | str, scoring: FileScoring) -> tuple[dict, pl.DataFrame]:
-        return score_frontend_file(path, scoring.render, scoring.similarity)
+    def score_file(self, path: Path | str, p: FrontendParams, stored: dict) -> tuple[dict, pl.DataFrame]:
+        return score_frontend_file(path, p.scoring.render, p.scoring.similarity)
 
     def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
         """`similarity` (the reward's metric) and `design`, each one's win rate against each task's

@@ -14,10 +14,10 @@ from PIL import Image
 
 from sweetflow.dialogue import AGENT
 from sweetflow.domain_report import BehaviourColumn, DomainReport
+from sweetflow.frontend.params import FrontendParams, FrontendScoringParams
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.similarity import Similarity
 from sweetflow.frontend.simulators import page_snippet
-from sweetflow.params import Params
 
 # Design dialogues rendered per method: each turn's page is a browser render, and a trained frontend
 # has 500 test tasks x seeds x up to 10 turns. The first ones of the first seed show what a method does.
@@ -30,16 +30,15 @@ class Pictures:
     """Frontend pages rendered once each and saved under `<site>/img/`; similarities to each target."""
 
     site: Path
-    params: Params
+    scoring: FrontendScoringParams
     _pool: object = None
     _similarity: object = None
     _saved: dict = field(default_factory=dict)  # page HTML -> its picture's site path (None: it did not render)
     _scores: dict = field(default_factory=dict)  # (page HTML, target PNG) -> their similarity
 
     def __enter__(self) -> Pictures:
-        scoring = self.params.frontend.scoring
-        self._pool = RenderPool(scoring.render).__enter__()
-        self._similarity = Similarity(scoring.similarity)
+        self._pool = RenderPool(self.scoring.render).__enter__()
+        self._similarity = Similarity(self.scoring.similarity)
         (self.site / "img").mkdir(parents=True, exist_ok=True)
         return self
 
@@ -108,9 +107,9 @@ class FrontendReport(DomainReport):
     def completed_outcome(self, reward: float, success: bool | None) -> str:
         return "similarity ≥ 0.9" if reward >= 0.9 else "similarity 0.5–0.9" if reward >= 0.5 else "similarity < 0.5"
 
-    def pictures(self, site: Path, params: Params) -> Pictures:
-        """The run's renderer and similarity (params frontend.scoring), drawing into `<site>/img/`."""
-        return Pictures(site, params)
+    def pictures(self, site: Path, p: FrontendParams) -> Pictures:
+        """The run's renderer and similarity (`p.scoring`), drawing into `<site>/img/`."""
+        return Pictures(site, p.scoring)
 
     def task_details(self, task: dict, pictures: Pictures | None) -> dict:
         """The target page's picture."""

@@ -178,7 +178,7 @@ def write_domain_pages(
     links = []
     if methods:
         report = get_domain_report(domain)
-        with report.pictures(site, params) as pictures:
+        with report.pictures(site, params.domain(domain)) as pictures:
             data = dialogues(report, methods, tasks, pictures)
         links.append((f"dialogues-{domain}.html", f"test dialogues: {domain}"))
         name = write_data(site, f"dialogues-{domain}.js", data)

@@ -217,7 +217,7 @@ def collect(
     """Run the episodes of a stage in `domain`, with the simulator and scoring its params name; fail
     loudly when more episodes failed than `episodes.max_failure_share` allows (the checkpoint keeps
     the rest)."""
-    with get_domain(domain).open(params) as runtime:
+    with get_domain(domain).open(params.domain(domain)) as runtime:
         records = run_episodes(
             tasks, samples_per_task, agent, runtime, params.episodes, seed, Checkpoint(checkpoint), desc=desc
         )

@@ -115,7 +115,7 @@ def import_rollout(path: Path, train: list[dict], val: list[dict], domain: str, 
     offline_ids, validation = d.offline_task_ids(train), set(d.offline_task_ids(val))
     kept = {t["task_id"]: t for t in train[: p.max_tasks]}
     stats, samples, batch = Stats(p.import_reward), {}, []
-    scorer = d.open(params) if p.import_reward == "sandbox" else nullcontext()
+    scorer = d.open(params.domain(domain)) if p.import_reward == "sandbox" else nullcontext()
     with pq.ParquetWriter(out, to_frame([]).to_arrow().schema) as writer, scorer as runtime:
 
         def flush() -> None:

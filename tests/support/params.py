@@ -21,6 +21,14 @@ def sandbox_params(**overrides):
     return project_params().backend.scoring.model_copy(update=overrides)
 
 
+def backend_section(**scoring):
+    """The backend's section of params.yaml with `scoring` (sandbox limits, rules) overridden."""
+    return project_params().backend.model_copy(update={"scoring": sandbox_params(**scoring)})
+
+
+OFFICIAL_RULES = {"answer_filter": "always", "namespace": "function"}  # ColBench's evaluator's, as `--rules official`
+
+
 def episode_params(**overrides):
     return project_params().episodes.model_copy(update=overrides)
 

@@ -1,6 +1,8 @@
 """The import graph of the project's code, file by file (imports at a module's top or inside a
 function alike): no cycle, and no import that runs up the layers: `sweetflow/core` imports only
-itself, the library never imports a stage, and one domain's package never imports another's."""
+itself, the library never imports a stage, and one domain's package never imports another's. Folded
+into one node per package (`sweetflow/backend`, `sweetflow/rl`, ...), the graph has no cycle either:
+a package as a whole sits on one layer."""
 
 from __future__ import annotations
 
@@ -66,6 +68,27 @@ def test_the_import_graph_has_no_cycle():
     assert cycle_in({a: {b}, b: {c}, c: {a}}) == [a, b, c, a] and cycle_in({a: {b, c}, b: {c}}) is None
     cycle = cycle_in(GRAPH)
     assert cycle is None, "import cycle: " + " -> ".join(p.as_posix() for p in cycle)
+
+
+def folded(graph: dict[Path, set[Path]]) -> dict[Path, set[Path]]:
+    """`graph` with each package under sweetflow/ one node (its folder), imports within it left out."""
+
+    def node(path: Path) -> Path:
+        return Path(*path.parts[:2]) if path.parts[0] == "sweetflow" and len(path.parts) > 2 else path
+
+    nodes: dict[Path, set[Path]] = {}
+    for source, targets in graph.items():
+        nodes.setdefault(node(source), set()).update(node(t) for t in targets if node(t) != node(source))
+    return nodes
+
+
+def test_each_package_sits_on_one_layer():
+    """A domain's code takes its own params section, so that the assembler of params.yaml
+    (sweetflow/params.py) imports the domain packages and not the other way round."""
+    a, b, top = Path("sweetflow/d/a.py"), Path("sweetflow/d/b.py"), Path("sweetflow/top.py")
+    assert cycle_in(folded({a: {top}, top: {b}})) == [Path("sweetflow/d"), top, Path("sweetflow/d")]
+    cycle = cycle_in(folded(GRAPH))
+    assert cycle is None, "packages import each other: " + " -> ".join(p.as_posix() for p in cycle)
 
 
 def test_no_import_runs_up_the_layers():

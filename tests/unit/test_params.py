@@ -18,7 +18,15 @@ from pydantic import BaseModel
 from sweetflow.backend.params import ScoringRules
 from sweetflow.cli import main
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import MAX_PROBLEMS, POLICY_METHODS, ParamsError, PolicyParams, describe_params
+from sweetflow.core.params import (
+    MAX_PROBLEMS,
+    POLICY_METHODS,
+    ParamsError,
+    PolicyParams,
+    describe_params,
+    read_params,
+)
+from sweetflow.frontend.params import FrontendParams
 from sweetflow.params import Params, load_params
 from tests.support.params import params_with
 from tests.support.project import ROOT, merge
@@ -138,6 +146,17 @@ def test_ill_typed_value_names_key_value_and_expectation(tmp_path):
         load_params(write(tmp_path, {"backend": {"scoring": {"call_timeout_s": "soon"}}}))
     message = str(err.value)
     assert "backend.scoring.call_timeout_s" in message and "'soon'" in message and "number" in message
+
+
+def test_one_domains_section_is_read_alone_and_its_errors_name_the_whole_key(tmp_path):
+    """What reads only a domain's section (the design check reads the renderer) reads what load_params does."""
+    assert read_params(FrontendParams, write(tmp_path), section="frontend") == load_params(write(tmp_path)).frontend
+    with pytest.raises(ParamsError, match=r"frontend.scoring.render.timeout_s: Input should be"):
+        read_params(
+            FrontendParams, write(tmp_path, {"frontend": {"scoring": {"render": {"timeout_s": "x"}}}}), "frontend"
+        )
+    with pytest.raises(ParamsError, match="params.yaml: no section 'frontend'"):
+        read_params(FrontendParams, write(tmp_path, text="backend: {}\n"), section="frontend")
 
 
 def test_a_knob_of_another_agent_backend_is_refused(tmp_path):

@@ -22,10 +22,9 @@ import pytest
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references, score_answers
 from sweetflow.backend.tasks.colbench import task_from_row
-from sweetflow.frontend.params import RenderParams, SimilarityParams
 from sweetflow.scorefile import score_file
 from tests.support.nonroot import NonRoot
-from tests.support.params import render_params, sandbox_params, similarity_params
+from tests.support.params import backend_section, sandbox_params
 from tests.support.project import ROOT
 
 SAMPLE = ROOT / "tests/data/colbench-sample/backend_test_first100.jsonl"
@@ -111,9 +110,7 @@ def scraper_success_rate_by_score_file(workdir: str, workers: int) -> float:
     rows.write_text(
         "".join(json.dumps({"task": r, "answer": scraper(task_from_row(r)["function_name"])}) + "\n" for r in ROWS)
     )
-    render: RenderParams = render_params()
-    similarity: SimilarityParams = similarity_params()
-    summary = score_file(rows, "backend", None, sandbox_params(workers=workers), render, similarity)
+    summary = score_file(rows, "backend", None, backend_section(workers=workers))
     assert summary["count"] == len(ROWS)
     return summary["success_rate"]
 

@@ -25,7 +25,7 @@ from sweetflow.backend.scoring import (
 from sweetflow.backend.tasks.procedural import generate_tasks
 from sweetflow.cli import main
 from sweetflow.scorefile import score_file
-from tests.support.params import project_params, sandbox_params
+from tests.support.params import OFFICIAL_RULES, backend_section, sandbox_params
 from tests.support.project import SAMPLE
 
 
@@ -207,11 +207,8 @@ def test_procedural_tasks_score_the_same_under_colbench_rules(tmp_path):
                 "test_cases": {f"test{i + 1}": call for i, call in enumerate(t["test_cases"])},
             }
             fh.write(json.dumps({"task": row, "answer": t["ground_truth"]}) + "\n")
-    p = project_params()
-    scoring = p.backend.scoring.model_copy(update={"workers": 2})
-    render, similarity = p.frontend.scoring.render, p.frontend.scoring.similarity
-    ours = score_file(path, "backend", None, scoring, render, similarity)
-    official = score_file(path, "backend", None, scoring, render, similarity, ScoringRules(True, True))
+    ours = score_file(path, "backend", None, backend_section(workers=2))
+    official = score_file(path, "backend", None, backend_section(workers=2, **OFFICIAL_RULES))
     assert ours["count"] == official["count"] == len(test) == 56
     assert ours["success_rate"] == official["success_rate"] == 1.0
 

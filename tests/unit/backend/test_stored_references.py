@@ -20,7 +20,7 @@ from sweetflow.cli import main
 from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import InputError
 from sweetflow.scorefile import score_file
-from tests.support.params import project_params, sandbox_params
+from tests.support.params import OFFICIAL_RULES, backend_section, project_params, sandbox_params
 from tests.support.project import SAMPLE
 
 ROWS = SAMPLE / "backend_test_first100.jsonl"
@@ -65,17 +65,7 @@ def sample(tmp_path_factory) -> dict:
 
 
 def score(sample: dict, out: Path, stored: dict | None) -> tuple[dict, pl.DataFrame]:
-    frontend = project_params().frontend.scoring
-    summary = score_file(
-        sample["trajectories"],
-        "backend",
-        out,
-        sandbox_params(workers=2),
-        frontend.render,
-        frontend.similarity,
-        ScoringRules(True, True),
-        stored,
-    )
+    summary = score_file(sample["trajectories"], "backend", out, backend_section(workers=2, **OFFICIAL_RULES), stored)
     return summary, pl.read_parquet(out)
 
 

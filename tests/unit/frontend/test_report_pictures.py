@@ -32,7 +32,7 @@ def test_a_batch_of_episodes_is_pictured_as_episode_by_episode(tmp_path):
         task["target_png"] = target
 
     def details(batch: bool) -> tuple[list[dict], dict]:
-        with Pictures(tmp_path / ("batch" if batch else "each"), params) as pictures:
+        with Pictures(tmp_path / ("batch" if batch else "each"), params.frontend.scoring) as pictures:
             if batch:
                 REPORT.prepare(episodes, pictures)
             shown = [REPORT.episode_details(task, row, turns, pictures) for task, row, turns in episodes]

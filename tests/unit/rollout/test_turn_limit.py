@@ -87,7 +87,7 @@ def test_frontend_scripted_agents_answer_by_the_last_turn(tmp_path):
     # description page's scores only decide wins, which this test does not read.
     references = {"reference_similarity": 0.0, "reference_design": 0.0}
     tasks = [{**t, "target_png": png, **references} for t, png in zip(tasks, render_targets(params, tasks))]
-    with get_domain("frontend").open(params) as runtime:
+    with get_domain("frontend").open(params.frontend) as runtime:
         expert = run(tasks, DesignExpert(1.0), runtime, LIMIT, tmp_path)
         no_ask = run(tasks, DesignNoAsk(), runtime, LIMIT, tmp_path)
     assert [r["n_turns"] for r in expert] == [LIMIT] * len(tasks)
