@@ -147,31 +147,33 @@ def cmd_score(args: argparse.Namespace) -> int:
     params = load_params(args.params)
     workers = {"workers": args.workers} if args.workers else {}
     official = {"answer_filter": "always", "namespace": "function"} if args.rules == "official" else {}
-    backend = params.backend.model_copy(
-        update={"scoring": params.backend.scoring.model_copy(update={**workers, **official})}
-    )
-    frontend_scoring = params.frontend.scoring
-    frontend = params.frontend.model_copy(
-        update={
-            "scoring": frontend_scoring.model_copy(
-                update={
-                    "render": frontend_scoring.render.model_copy(
-                        update={"pages": args.workers} if args.workers else {}
-                    ),
-                    "similarity": frontend_scoring.similarity.model_copy(
-                        update={"metric": args.metric, "clip_checkpoint": args.clip_checkpoint}
-                    ),
-                }
-            )
-        }
-    )
+    flags = {  # what the command line changes of each domain's section
+        "backend": {"scoring": {**workers, **official}},
+        "frontend": {
+            "scoring": {
+                "render": {"pages": args.workers} if args.workers else {},
+                "similarity": {"metric": args.metric, "clip_checkpoint": args.clip_checkpoint},
+            }
+        },
+    }
+    backend = _changed(params.backend, flags["backend"])
     stored = {}
     for table in args.tasks:
         stored.update(stored_references(table, backend.scoring, backend.scoring_rules()))
-    section = {"backend": backend, "frontend": frontend}[args.domain]
+    section = _changed(params.domain(args.domain), flags[args.domain])
     summary = score_file(args.file, args.domain, args.out, section, stored)
     print(json.dumps(summary, indent=2))
     return 0
+
+
+def _changed(section, changes: dict):
+    """`section` (a params model) with `changes` applied; a dict changes the nested section of its key."""
+    return section.model_copy(
+        update={
+            key: _changed(getattr(section, key), value) if isinstance(value, dict) else value
+            for key, value in changes.items()
+        }
+    )
 
 
 def parser_export(sub: argparse._SubParsersAction) -> None:
