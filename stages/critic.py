@@ -181,7 +181,7 @@ def critic_pairs(
         data = data.with_context_segment()
     if not data.sequences:
         return None, keys, dropped
-    ref = reference_segment_logps(model, data.sequences, forward_batch_size(p, engine), pad)
+    ref = reference_segment_logps(model, data.sequences, forward_batch_size(p, engine), pad, desc="reference log-probs")
     return ScoredPairs(data, ref), keys, dropped
 
 

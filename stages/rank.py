@@ -69,7 +69,9 @@ def main() -> None:
             )
             critic_mean, baseline, score = scores.critic_mean, scores.reference_mean, scores.score
         else:
-            mine = reference_segment_logps(critic, kept_sequences, p.batch_size, pad_id(tokenizer))
+            mine = reference_segment_logps(
+                critic, kept_sequences, p.batch_size, pad_id(tokenizer), desc="critic log-probs"
+            )
             critic_mean = (mine.sums[:, 0] / mine.counts[:, 0].clamp(min=1)).tolist()
             baseline = kept["logprob_mean"].to_list()
             score = [c - b for c, b in zip(critic_mean, baseline, strict=True)]

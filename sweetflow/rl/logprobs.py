@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm import tqdm
 
 from sweetflow.core.requirements import check
 from sweetflow.rl.batching import collate_shared_prefix
@@ -157,7 +158,7 @@ class SegmentLogps:
 
 @torch.no_grad()
 def reference_segment_logps(
-    model: nn.Module, sequences: Sequence[SegmentedSequence], batch_size: int, pad_id: int
+    model: nn.Module, sequences: Sequence[SegmentedSequence], batch_size: int, pad_id: int, desc: str | None = None
 ) -> SegmentLogps:
     """Run the frozen reference model once over a dataset and keep only what the loss needs from it:
     per-segment log-prob sums (and counts), [N, K], in dataset order. The training loop indexes these
@@ -166,7 +167,7 @@ def reference_segment_logps(
     `segment_logps` so the policy's [B, K] lines up with the cached rows. Each batch is moved to the
     model's device (a GPU, when the model is on one); the results come back to the CPU, where the
     training batches that index them are collated. `torch.save` them next to the dataset to reuse
-    them across runs."""
+    them across runs. `desc` names the progress bar (None: no bar)."""
     num_segments = max(max(s.segment_ids, default=NOT_SCORED) for s in sequences) + 1
     if num_segments == 0:
         raise ValueError("no sequence has a scored token: nothing to compare")
@@ -174,10 +175,12 @@ def reference_segment_logps(
     model.eval()
     sums, counts = [], []
     device = next(model.parameters()).device
-    for start in range(0, len(sequences), batch_size):
-        batch = collate_shared_prefix(sequences[start : start + batch_size], pad_id)
-        s, c = segment_logps(model, {key: value.to(device) for key, value in batch.items()}, num_segments)
-        sums.append(s.cpu())
-        counts.append(c.cpu())
+    with tqdm(total=len(sequences), desc=desc, unit="sequence", disable=desc is None) as bar:
+        for start in range(0, len(sequences), batch_size):
+            batch = collate_shared_prefix(sequences[start : start + batch_size], pad_id)
+            s, c = segment_logps(model, {key: value.to(device) for key, value in batch.items()}, num_segments)
+            sums.append(s.cpu())
+            counts.append(c.cpu())
+            bar.update(s.shape[0])
     model.train(was_training)
     return SegmentLogps(torch.cat(sums), torch.cat(counts))

@@ -96,7 +96,8 @@ class PreferenceTraining(Training):
         super().__init__(inputs, data)
         batch = forward_batch_size(p, source.engine)
         self.pairs = ScoredPairs(
-            pair_data, reference_segment_logps(source.base, pair_data.sequences, batch, source.pad_id)
+            pair_data,
+            reference_segment_logps(source.base, pair_data.sequences, batch, source.pad_id, desc="reference log-probs"),
         )
         self.p = p
 

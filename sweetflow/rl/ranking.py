@@ -51,8 +51,8 @@ def score_candidates(
     """The critic's advantage of each candidate (its state, then the action as the one scored segment):
     `segment_scores` of the critic's and the reference's log-prob sums, the formula of the loss
     (length-normalised: mean log π_critic − mean log π_ref)."""
-    mine = reference_segment_logps(critic, sequences, batch_size, pad_id)
-    ref = reference_segment_logps(reference, sequences, batch_size, pad_id)
+    mine = reference_segment_logps(critic, sequences, batch_size, pad_id, desc="critic log-probs")
+    ref = reference_segment_logps(reference, sequences, batch_size, pad_id, desc="reference log-probs")
     counts = mine.counts[:, 0].clamp(min=1)
     score = segment_scores(mine.sums[:, 0], ref.sums[:, 0], mine.counts[:, 0], length_normalize)
     return CandidateScores(

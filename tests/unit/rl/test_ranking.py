@@ -99,3 +99,11 @@ def test_drift_by_hand_on_one_position():
         q = BASE(input_ids=batch["input_ids"]).logits[0, -2].log_softmax(-1)
     expected = float((p.exp() * (p - q)).sum())
     assert mean_token_kl(CRITIC, BASE, sequences, 1, PAD) == pytest.approx(expected, rel=1e-5)
+
+
+def test_scoring_shows_its_progress_by_sequence(capsys):
+    """Ranking thousands of candidates takes many minutes on a CPU: both passes show a bar."""
+    sequences = [candidate([3, 4, 5], [6 + i % 4]) for i in range(5)]
+    score_candidates(CRITIC, WARMED, sequences, 2, PAD, True)
+    shown = capsys.readouterr().err
+    assert "critic log-probs" in shown and "reference log-probs" in shown and "5/5" in shown
