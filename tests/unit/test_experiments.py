@@ -25,7 +25,15 @@ from sweetflow.tuning import params_key, read_choices
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = ROOT / "params.yaml"
 EXPERIMENTS = sorted((ROOT / "configs" / "experiments").glob("*.yaml"))
-RECORDS = sorted(p for p in (ROOT / "reports" / "experiments").iterdir() if p.is_dir())
+FOLDERS = sorted(p for p in (ROOT / "reports" / "experiments").iterdir() if p.is_dir())
+RECORDS = [p for p in FOLDERS if (p / "params.yaml").is_file()]  # finished: a run's params, lock and results
+
+
+def test_a_folder_without_a_record_holds_the_progress_of_its_run():
+    """A run longer than a session commits each configuration's figures as they come (progress.md),
+    before its record exists; any other folder is a record."""
+    for folder in FOLDERS:
+        assert folder in RECORDS or (folder / "progress.md").is_file(), f"{folder}: neither a record nor progress"
 
 
 def merged(changes: dict) -> dict:
