@@ -49,7 +49,7 @@ from sweetflow.backend.scoring import check_references, extract_code, refused_by
 from sweetflow.backend.tasks.colbench import task_from_row
 from sweetflow.core.inputs import iter_jsonl
 from sweetflow.params import load_params
-from sweetflow.scorefile import score_file
+from sweetflow.scorefile import OFFICIAL_RULES, score_file
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_ROWS = ROOT / "tests" / "data" / "colbench-sample" / "backend_test_first100.jsonl"
@@ -139,9 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     workers = args.workers or os.cpu_count() or 1
     params = load_params(ROOT / "params.yaml")
     # ColBench's evaluator's rules (`sweetflow score --rules official`): OFFICIAL, resolved from the section.
-    sandbox = params.backend.scoring.model_copy(
-        update={"workers": workers, "answer_filter": "always", "namespace": "function"}
-    )
+    sandbox = params.backend.scoring.model_copy(update={"workers": workers, **OFFICIAL_RULES})
     backend = params.backend.model_copy(update={"scoring": sandbox})
     assert backend.scoring_rules() == OFFICIAL
     # What the `tasks` stage stores with each task, made once, untimed: the references run twice.

@@ -140,13 +140,13 @@ def parser_score(sub: argparse._SubParsersAction) -> None:
 def cmd_score(args: argparse.Namespace) -> int:
     from sweetflow.backend.tasks.table import stored_references
     from sweetflow.params import load_params
-    from sweetflow.scorefile import score_file
+    from sweetflow.scorefile import OFFICIAL_RULES, score_file
 
     if args.metric == "clip" and args.clip_checkpoint is None:
         raise InputError("--metric clip needs --clip-checkpoint DIR (a local CLIP checkpoint)")
     params = load_params(args.params)
     workers = {"workers": args.workers} if args.workers else {}
-    official = {"answer_filter": "always", "namespace": "function"} if args.rules == "official" else {}
+    official = OFFICIAL_RULES if args.rules == "official" else {}
     flags = {  # what the command line changes of each domain's section
         "backend": {"scoring": {**workers, **official}},
         "frontend": {

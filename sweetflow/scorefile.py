@@ -14,6 +14,10 @@ from sweetflow.core.errors import InputError
 from sweetflow.core.params import DomainParams
 from sweetflow.domain import get_domain
 
+# The backend's scoring settings of ColBench's own evaluator (`sweetflow score --rules official`): its answer
+# filter on, each answer's code exec'd inside a function.
+OFFICIAL_RULES = {"answer_filter": "always", "namespace": "function"}
+
 
 def check_writable(out: Path) -> None:
     """Fail before any scoring on an `out` that cannot be written (a missing or read-only directory,

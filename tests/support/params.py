@@ -26,9 +26,6 @@ def backend_section(**scoring):
     return project_params().backend.model_copy(update={"scoring": sandbox_params(**scoring)})
 
 
-OFFICIAL_RULES = {"answer_filter": "always", "namespace": "function"}  # ColBench's evaluator's, as `--rules official`
-
-
 def episode_params(**overrides):
     return project_params().episodes.model_copy(update=overrides)
 

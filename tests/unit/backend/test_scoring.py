@@ -24,8 +24,8 @@ from sweetflow.backend.scoring import (
 )
 from sweetflow.backend.tasks.procedural import generate_tasks
 from sweetflow.cli import main
-from sweetflow.scorefile import score_file
-from tests.support.params import OFFICIAL_RULES, backend_section, sandbox_params
+from sweetflow.scorefile import OFFICIAL_RULES, score_file
+from tests.support.params import backend_section, sandbox_params
 from tests.support.project import SAMPLE
 
 

@@ -19,8 +19,8 @@ from sweetflow.backend.tasks.table import CHECKED_SCHEMA, stored_references, to_
 from sweetflow.cli import main
 from sweetflow.core.artifacts import stage_output
 from sweetflow.core.errors import InputError
-from sweetflow.scorefile import score_file
-from tests.support.params import OFFICIAL_RULES, backend_section, project_params, sandbox_params
+from sweetflow.scorefile import OFFICIAL_RULES, score_file
+from tests.support.params import backend_section, project_params, sandbox_params
 from tests.support.project import SAMPLE
 
 ROWS = SAMPLE / "backend_test_first100.jsonl"
