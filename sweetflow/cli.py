@@ -440,8 +440,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if critics:
         trials = tuning.collect_critics(args.domain, commits=args.commits, on=on)
         best = tuning.choose_critics(trials)
-        tuning.write_critic_table(args.domain, trials, best, args.out)
-        console.print(tuning.render_critics(args.domain, trials, best), highlight=False)
+        # The first two critics defined (with and without the training-time information), paired at each rate.
+        pairs = tuning.pair_critics(args.domain, trials, *list(params.critics)[:2]) if len(params.critics) > 1 else []
+        tuning.write_critic_table(args.domain, trials, best, args.out, pairs)
+        console.print(tuning.render_critics(args.domain, trials, best) + tuning.render_pairs(pairs), highlight=False)
         section = "critics"
     else:
         domain = get_domain(args.domain)

@@ -327,14 +327,14 @@ def write_table(domain: str, trials: list[Trial], best: dict[str, Trial], headli
     _write(out, domain, render(domain, trials, best, headline), "policies", trials, best)
 
 
-def _write(out: Path, stem: str, markdown: str, section: str, trials: list, best: dict) -> None:
+def _write(out: Path, stem: str, markdown: str, section: str, trials: list, best: dict, **more: list) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{stem}.md").write_text(markdown)
     data = {
         "section": section,
         "trials": [asdict(t) for t in trials],
         "chosen": {n: asdict(t) for n, t in best.items()},
-    }
+    } | more
     (out / f"{stem}.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
@@ -417,6 +417,7 @@ class CriticTrial:
     experiment: str
     config: dict  # {"learning_rate": ...}
     metrics: dict
+    rev: str | None = None  # the experiment's commit, whose outputs `pair_critics` reads
 
 
 def collect_critics(domain: str, root: Path = Path("."), commits: int = 1, on: str | None = None) -> list[CriticTrial]:
@@ -437,7 +438,8 @@ def collect_critics(domain: str, root: Path = Path("."), commits: int = 1, on: s
             metrics |= {key: found.get(key) for key in keys}
         if metrics["good_vs_bad_accuracy"] is None:
             continue  # failed before measuring it, or a domain without labels
-        trials.append(CriticTrial(critic, name, {"learning_rate": row[f"critics.{critic}.learning_rate"]}, metrics))
+        config = {"learning_rate": row[f"critics.{critic}.learning_rate"]}
+        trials.append(CriticTrial(critic, name, config, metrics, row["rev"]))
     if not trials:
         raise InputError(f"no finished experiment named {prefix}…: run `sweetflow tune run --critics` first")
     return trials
@@ -495,6 +497,72 @@ def render_critics(domain: str, trials: list[CriticTrial], best: dict[str, Criti
     return "\n".join(out) + "\n"
 
 
-def write_critic_table(domain: str, trials: list[CriticTrial], best: dict[str, CriticTrial], out: Path) -> None:
-    """<out>/<domain>-critics.{md,json}: every critic trial and the choice (`sweetflow experiment --tuned` reads it)."""
-    _write(out, f"{domain}-critics", render_critics(domain, trials, best), "critics", trials, best)
+@dataclass(frozen=True)
+class CriticPair:
+    """Critics `a` and `b` at one learning rate: their good-vs-bad accuracies on the same labelled training
+    states and a − b, paired by state (`sweetflow.report.critic_intervals.accuracy_difference`)."""
+
+    learning_rate: float
+    a: str
+    b: str
+    accuracy: dict  # "a", "b", "a_minus_b": {value, low, high, states}
+
+
+def pair_critics(
+    domain: str, trials: list[CriticTrial], a: str, b: str, root: Path = Path("."), resamples: int = 2000
+) -> list[CriticPair]:
+    """At every learning rate both critics were tried at, their paired comparison, from each experiment's
+    scores of the labelled candidates (read from DVC's cache at the experiment's commit)."""
+    import dvc.api
+    import polars as pl
+
+    from sweetflow.core.definition import output_of
+    from sweetflow.core.tables import SCORED
+    from sweetflow.report.critic_intervals import accuracy_difference
+
+    def scored(trial: CriticTrial) -> pl.DataFrame:
+        path = output_of("critic_quality", domain, trial.critic, SCORED, root=root)
+        with dvc.api.open(str(path), repo=str(root), rev=trial.rev, mode="rb") as f:
+            return pl.read_parquet(f)
+
+    at = {(t.critic, t.config["learning_rate"]): t for t in trials}
+    pairs = []
+    for lr in sorted({lr for critic, lr in at if critic == a and (b, lr) in at}):
+        estimates = accuracy_difference(scored(at[a, lr]), scored(at[b, lr]), resamples)
+        pairs.append(CriticPair(lr, a, b, {k: e.as_dict() for k, e in estimates.items()}))
+    return pairs
+
+
+def render_pairs(pairs: list[CriticPair]) -> str:
+    """The paired comparison of `pair_critics` as a markdown section ("" when no rate has both critics)."""
+    if not pairs:
+        return ""
+    a, b = pairs[0].a, pairs[0].b
+
+    def cell(e: dict, form: str) -> str:
+        return f"{100 * e['value']:{form}} [{100 * e['low']:{form}}, {100 * e['high']:{form}}]"
+
+    out = [
+        "",
+        f"## `{a}` against `{b}` at each learning rate",
+        "",
+        "Good-vs-bad accuracy on the same labelled training states, paired by state: percentile bootstrap 95% "
+        "intervals over the states.",
+        "",
+        f"| learning rate | `{a}` (%) | `{b}` (%) | {a} − {b} (points) | states |",
+        "|---|---|---|---|---|",
+    ]
+    for p in pairs:
+        e = p.accuracy
+        cells = [f"{p.learning_rate:g}", cell(e["a"], ".1f"), cell(e["b"], ".1f"), cell(e["a_minus_b"], "+.1f")]
+        out.append(f"| {' | '.join(cells)} | {e['a']['states']} |")
+    return "\n".join(out) + "\n"
+
+
+def write_critic_table(
+    domain: str, trials: list[CriticTrial], best: dict[str, CriticTrial], out: Path, pairs: list[CriticPair] = ()
+) -> None:
+    """<out>/<domain>-critics.{md,json}: every critic trial, the choice (`sweetflow experiment --tuned` reads it)
+    and the critics' paired comparison at each learning rate."""
+    markdown = render_critics(domain, trials, best) + render_pairs(list(pairs))
+    _write(out, f"{domain}-critics", markdown, "critics", trials, best, pairs=[asdict(p) for p in pairs])

@@ -6,10 +6,12 @@ import json
 import re
 import subprocess
 
+import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sweetflow.report.critic_intervals import accuracy_difference
 from sweetflow.tuning import (
     OFFICIAL_NLL,
     STEP_PAIR_RULE,
@@ -25,6 +27,7 @@ from sweetflow.tuning import (
     experiment_name,
     launch,
     launch_critics,
+    pair_critics,
     queue_command,
     read_choices,
     render,
@@ -292,6 +295,70 @@ def test_critic_trials_are_read_back_from_real_dvc_experiments(tmp_path, monkeyp
     chosen = choose_critics(trials)["with_info"]
     assert chosen.config == {"learning_rate": 1e-4} and chosen.metrics["good_vs_bad_accuracy"] == pytest.approx(0.8999)
     assert chosen.metrics["heldout_accuracy"] == 0.7 and chosen.metrics["score_length_corr"] is None
+
+
+def test_two_critics_are_compared_paired_by_state_at_each_rate_from_their_experiments_outputs(tmp_path, monkeypatch):
+    """Both critics at two rates through `dvc exp run` of a stand-in critic_quality stage whose scores
+    (a DVC output, in the cache only) depend on the critic and the rate; the table's comparison reads each
+    experiment's own scores back and pairs them by state, as the bootstrap does on the frames themselves."""
+    for key, value in tool_env().items():
+        monkeypatch.setenv(key, value)
+
+    def run(*command):
+        subprocess.run(command, cwd=tmp_path, check=True, capture_output=True, text=True)
+
+    run("git", "init", "-q", "-b", "main")
+    run("dvc", "init", "-q")
+    rates = {"with_info": 0.5, "no_info": 0.5}
+    (tmp_path / "params.yaml").write_text(
+        "critics:\n" + "".join(f"  {c}:\n    learning_rate: {lr}\n" for c, lr in rates.items())
+    )
+    (tmp_path / "measure.py").write_text(
+        "import json, pathlib, sys, polars as pl, yaml\n"
+        "critic = sys.argv[1]\n"
+        "lr = yaml.safe_load(open('params.yaml'))['critics'][critic]['learning_rate']\n"
+        "sign = 1 if critic == 'with_info' else -1\n"
+        "rows = [(f's{s}', c, c < 2, (c * (s + 1) * lr * 1e4 * sign) % 7) for s in range(12) for c in range(4)]\n"
+        "out = pathlib.Path(f'data/backend/critic_quality/{critic}')\n"
+        "out.mkdir(parents=True, exist_ok=True)\n"
+        "pl.DataFrame(rows, schema=['state_id', 'candidate', 'good', 'score'], orient='row')"
+        ".write_parquet(out / 'scored.parquet')\n"
+        "m = pathlib.Path(f'reports/{critic}.json')\n"
+        "m.parent.mkdir(exist_ok=True)\n"
+        "m.write_text(json.dumps({'good_vs_bad_accuracy': 0.5, 'states_mixed': 12}))\n"
+    )
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n  critic_quality:\n    matrix: {domain: [backend], critic: [with_info, no_info]}\n"
+        "    cmd: python measure.py ${item.critic}\n    deps: [measure.py]\n    params: [critics]\n"
+        "    outs:\n      - data/backend/critic_quality/${item.critic}\n"
+        "    metrics:\n      - reports/${item.critic}.json:\n          cache: false\n"
+        + "".join(  # stages the table reads metrics of, not run here
+            f"  {kind}:\n    matrix: {{domain: [backend], critic: [with_info, no_info]}}\n    cmd: exit 1\n"
+            for kind in ("critic", "step_pairs")
+        )
+    )
+    run("git", "add", "-A")
+    run("git", "commit", "-qm", "project")
+    launch_critics("backend", ["with_info", "no_info"], (1e-4, 1e-3), root=tmp_path, queued=False)
+    run("rm", "-rf", "data")  # the workspace's outputs are the last experiment's; the comparison must not read them
+    trials = collect_critics("backend", root=tmp_path)
+    pairs = pair_critics("backend", trials, "with_info", "no_info", root=tmp_path, resamples=200)
+    assert [p.learning_rate for p in pairs] == [1e-4, 1e-3]
+
+    def frame(critic: str, lr: float) -> pl.DataFrame:
+        sign = 1 if critic == "with_info" else -1
+        rows = [(f"s{s}", c, c < 2, (c * (s + 1) * lr * 1e4 * sign) % 7) for s in range(12) for c in range(4)]
+        return pl.DataFrame(rows, schema=["state_id", "candidate", "good", "score"], orient="row")
+
+    for pair in pairs:
+        expected = accuracy_difference(
+            frame("with_info", pair.learning_rate), frame("no_info", pair.learning_rate), 200
+        )
+        assert pair.accuracy == {k: e.as_dict() for k, e in expected.items()}
+    assert pairs[0].accuracy["a"] != pairs[1].accuracy["a"]  # each rate's own experiment was read
+    write_critic_table("backend", trials, choose_critics(trials), tmp_path / "out", pairs)
+    assert "## `with_info` against `no_info` at each learning rate" in (tmp_path / "out/backend-critics.md").read_text()
+    assert json.loads((tmp_path / "out/backend-critics.json").read_text())["pairs"][1]["learning_rate"] == 1e-3
 
 
 def test_the_faithful_grid_refuses_an_mtdpo_budget_other_than_four():
