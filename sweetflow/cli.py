@@ -382,7 +382,18 @@ def parser_tune(sub: argparse._SubParsersAction) -> None:
         "seed); repeatable",
     )
     p.add_argument("--params", type=Path, default=Path("params.yaml"))
-    p.add_argument("--out", type=Path, default=Path("reports/tuning"), help="table: where <domain>.md and .json go")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("reports/tuning"),
+        help="table: where <domain>.md and .json go (with --critics: <domain>-critics.md and .json)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="a tuning carried on across machines, the table at --out its record (commit it): queue, run: the "
+        "configurations it holds are not run again; table: its trials that are no experiment here stay in it",
+    )
     p.add_argument(
         "--commits",
         type=int,
@@ -412,9 +423,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
             changes |= experiments.tuned_changes(table, args.params, args.overlay)
         changes |= experiments.parse_sets(args.set)
         overlay, queued = experiments.set_arguments(changes), args.action == "queue"
+        table = tuning.table_path(args.out, args.domain, critics)
+        skip = frozenset(t.get("experiment") for t in tuning.table_records(table)) if args.resume else frozenset()
         if critics:
             names = tuning.launch_critics(
-                args.domain, chosen, tuple(args.learning_rates), overlay, queued=queued, on=on
+                args.domain, chosen, tuple(args.learning_rates), overlay, queued=queued, on=on, skip=skip
             )
         else:
             names = tuning.launch(
@@ -426,29 +439,44 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 learning_rates=tuple(args.learning_rates),
                 epochs=tuple(args.epochs),
                 on=on,
+                skip=skip,
             )
-        table = f"sweetflow tune table --domain {args.domain}{' --critics' if critics else ''}" + (
+        command = f"sweetflow tune table --domain {args.domain}{' --critics' if critics else ''}" + (
             f" --overlay {args.overlay}" if args.overlay else ""
         )
         console.print(
             f"queued {len(names)} experiments; run them with `dvc queue start -j 1`"
             if queued
-            else f"ran {len(names)} experiments; `{table}` chooses",
+            else f"ran {len(names)} experiments; `{command}` chooses",
             markup=False,
         )
         return 0
+    table = tuning.table_path(args.out, args.domain, critics)
+    recorded = f" nor trial in {table}" if args.resume else ""
+    missing = f"no finished tuning experiment{recorded}: run `sweetflow tune run` first"
+
+    def kept(found: list, kind: type, key: str = "trials", identity: str = "experiment") -> list:
+        return tuning.with_recorded(found, table, kind, key, identity) if args.resume else found
+
     if critics:
-        trials = tuning.collect_critics(args.domain, commits=args.commits, on=on)
+        found = tuning.collect_critics(args.domain, commits=args.commits, on=on)
+        trials = kept(found, tuning.CriticTrial)
+        if not trials:
+            raise InputError(missing)
         best = tuning.choose_critics(trials)
-        # The first two critics defined (with and without the training-time information), paired at each rate.
-        pairs = tuning.pair_critics(args.domain, trials, *list(params.critics)[:2]) if len(params.critics) > 1 else []
+        # The first two critics defined (with and without the training-time information), paired at each rate
+        # of the experiments here (pairs need their outputs).
+        pairs = tuning.pair_critics(args.domain, found, *list(params.critics)[:2]) if len(params.critics) > 1 else []
+        pairs = sorted(kept(pairs, tuning.CriticPair, "pairs", "learning_rate"), key=lambda p: p.learning_rate)
         tuning.write_critic_table(args.domain, trials, best, args.out, pairs)
         console.print(tuning.render_critics(args.domain, trials, best) + tuning.render_pairs(pairs), highlight=False)
         section = "critics"
     else:
         domain = get_domain(args.domain)
         method_of = {name: p.method for name, p in params.policies.items()}
-        trials = tuning.collect(args.domain, method_of, commits=args.commits, on=on)
+        trials = kept(tuning.collect(args.domain, method_of, commits=args.commits, on=on), tuning.Trial)
+        if not trials:
+            raise InputError(missing)
         best = tuning.choose(trials, domain.headline, domain.goal_metric)
         tuning.write_table(args.domain, trials, best, domain.headline, args.out)
         console.print(tuning.render(args.domain, trials, best, domain.headline), highlight=False)

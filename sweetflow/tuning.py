@@ -172,6 +172,7 @@ def launch(
     learning_rates: tuple[float, ...] = LEARNING_RATES,
     epochs: tuple[int, ...] = EPOCHS,
     on: str | None = None,
+    skip: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Queue every configuration of every policy (name → method), each on `overlay` (`-S` arguments
     of the experiment file `on`); returns the experiment names. Not `queued`: run them one after
@@ -179,8 +180,9 @@ def launch(
     stage a configuration ran goes to DVC's run cache (the queue's temporary copies share the
     workspace's cache), so the final run with the chosen configurations restores their policies and
     validations instead of training them again. A configuration whose experiment this commit already
-    has is skipped, so that an interrupted tuning resumes where it stopped."""
-    done = recorded(root)
+    has is skipped, so that an interrupted tuning resumes where it stopped, and so is one named in `skip`
+    (the trials of a tuning table: `recorded_trials`)."""
+    done = recorded(root) | skip
     names = []
     for policy, method in policies.items():
         for config in configurations(method, grid, learning_rates, epochs):
@@ -192,7 +194,7 @@ def launch(
 
 def _run_once(name: str, done: set[str], command: list[str], root: Path) -> None:
     if name in done:
-        print(f"{name}: this commit has it already, skipped (`dvc exp remove {name}` runs it again)")
+        print(f"{name}: ran already (an experiment of this commit, or a trial of the tuning table), skipped")
     else:
         subprocess.run(command, cwd=root, check=True)
 
@@ -255,11 +257,6 @@ def collect(
         else:
             config = {**DEFAULT_NLL, **config}
         trials.append(Trial(policy, name, config, metrics))
-    if not trials:
-        raise InputError(
-            f"no finished experiment named {PREFIX}-{domain}-…{f'-{ON}{on}' if on else ''}: run `sweetflow tune queue` "
-            "and the queue first"
-        )
     return trials
 
 
@@ -327,6 +324,37 @@ def write_table(domain: str, trials: list[Trial], best: dict[str, Trial], headli
     _write(out, domain, render(domain, trials, best, headline), "policies", trials, best)
 
 
+def table_path(out: Path, domain: str, critics: bool = False) -> Path:
+    """The JSON tuning table `write_table` (or `write_critic_table`) writes under `out`."""
+    return out / (f"{domain}-critics.json" if critics else f"{domain}.json")
+
+
+def table_records(table: Path, key: str = "trials") -> list[dict]:
+    """The trials (or the critics' `pairs`) a tuning table holds; none where it does not exist yet. Committed
+    with the project, the table is the record of what ran: a tuning resumed on another machine, without the
+    experiments of the first, neither runs those configurations again nor loses them."""
+    if not table.is_file():
+        return []
+    try:
+        records = json.loads(table.read_text()).get(key, [])
+        if not all(isinstance(r, dict) for r in records):
+            raise TypeError(f"an entry of {key!r} is not a mapping")
+        return records
+    except (ValueError, TypeError, AttributeError) as e:
+        raise InputError(f"{table}: not a tuning table ({key!r}: a list of mappings): {e!r}") from None
+
+
+def with_recorded(found: list, table: Path, kind: type, key: str = "trials", identity: str = "experiment") -> list:
+    """What `found` holds (trials among the experiments, or critic pairs), and the records of `table` under
+    `key` that it does not hold again (by `identity`), as `kind`: an earlier machine's trials keep their place."""
+    seen = {getattr(item, identity) for item in found}
+    try:
+        earlier = [kind(**r) for r in table_records(table, key) if r.get(identity) not in seen]
+    except TypeError as e:
+        raise InputError(f"{table}: an entry of {key!r} does not have the fields of {kind.__name__}: {e}") from None
+    return earlier + found
+
+
 def _write(out: Path, stem: str, markdown: str, section: str, trials: list, best: dict, **more: list) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{stem}.md").write_text(markdown)
@@ -390,9 +418,10 @@ def launch_critics(
     root: Path = Path("."),
     queued: bool = True,
     on: str | None = None,
+    skip: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Every learning rate of every critic, as `launch` does for policies (the same grid for each)."""
-    done, names = recorded(root), []
+    done, names = recorded(root) | skip, []
     for critic in critics:
         for lr in learning_rates:
             name = critic_experiment_name(domain, critic, lr, on)
@@ -440,8 +469,6 @@ def collect_critics(domain: str, root: Path = Path("."), commits: int = 1, on: s
             continue  # failed before measuring it, or a domain without labels
         config = {"learning_rate": row[f"critics.{critic}.learning_rate"]}
         trials.append(CriticTrial(critic, name, config, metrics, row["rev"]))
-    if not trials:
-        raise InputError(f"no finished experiment named {prefix}…: run `sweetflow tune run --critics` first")
     return trials
 
 

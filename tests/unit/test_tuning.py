@@ -11,10 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sweetflow.core.errors import InputError
 from sweetflow.report.critic_intervals import accuracy_difference
 from sweetflow.tuning import (
     OFFICIAL_NLL,
     STEP_PAIR_RULE,
+    CriticPair,
     CriticTrial,
     Trial,
     choose,
@@ -32,7 +34,10 @@ from sweetflow.tuning import (
     read_choices,
     render,
     render_critics,
+    table_path,
+    table_records,
     tuned_on,
+    with_recorded,
     write_critic_table,
     write_table,
 )
@@ -254,6 +259,31 @@ def test_the_critic_table_shows_accuracy_beside_drift_and_is_read_back_as_critic
     assert read_choices(tmp_path / "backend-critics.json") == ("critics", {"with_info": {"learning_rate": 2e-6}})
 
 
+def test_a_tuning_table_keeps_its_trials_and_pairs_that_were_not_found_again(tmp_path):
+    trials = [critic_trial("with_info", 2e-6, 0.71, 0.8), critic_trial("with_info", 2e-4, 0.65, 0.9)]
+    estimate = {"value": 0.1, "low": 0.0, "high": 0.2, "states": 210}
+    pair = CriticPair(2e-6, "with_info", "no_info", {"a": estimate, "b": estimate, "a_minus_b": estimate})
+    write_critic_table("backend", trials, choose_critics(trials), tmp_path, [pair])
+    table = table_path(tmp_path, "backend", critics=True)
+    again = CriticTrial("with_info", trials[1].experiment, {"learning_rate": 2e-4}, {"good_vs_bad_accuracy": 0.9})
+    kept = with_recorded([again], table, CriticTrial)
+    assert kept == [trials[0], again]  # the experiment found here replaces its record; the other stays
+    assert with_recorded([], table, CriticPair, "pairs", "learning_rate") == [pair]
+    assert with_recorded([], tmp_path / "none.json", CriticTrial) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("[1, 2]", "not a tuning table"), ('{"trials": [3]}', "not a mapping"), ('{"trials": [{"x": 1}]}', "fields")],
+)
+def test_a_broken_tuning_table_is_named_when_resuming(tmp_path, text, message):
+    table = tmp_path / "backend.json"
+    table.write_text(text)
+    with pytest.raises(InputError, match=message) as error:
+        with_recorded([], table, Trial)
+    assert str(table) in str(error.value)
+
+
 def test_critic_trials_are_read_back_from_real_dvc_experiments(tmp_path, monkeypatch):
     """Two learning rates of one critic through `dvc exp run` of a stand-in critic_quality stage (its metric
     a function of the rate), then read back from the experiments and chosen, as `sweetflow tune` does."""
@@ -295,6 +325,19 @@ def test_critic_trials_are_read_back_from_real_dvc_experiments(tmp_path, monkeyp
     chosen = choose_critics(trials)["with_info"]
     assert chosen.config == {"learning_rate": 1e-4} and chosen.metrics["good_vs_bad_accuracy"] == pytest.approx(0.8999)
     assert chosen.metrics["heldout_accuracy"] == 0.7 and chosen.metrics["score_length_corr"] is None
+
+    # Carried on elsewhere: a new commit has none of these experiments, the committed table records them.
+    write_critic_table("backend", trials, choose_critics(trials), tmp_path / "tuning")
+    (tmp_path / "notes.txt").write_text("another machine\n")
+    run("git", "add", "notes.txt")
+    run("git", "commit", "-qm", "elsewhere")
+    skip = frozenset(t["experiment"] for t in table_records(table_path(tmp_path / "tuning", "backend", critics=True)))
+    more = launch_critics("backend", ["with_info"], (1e-4, 1e-3), root=tmp_path, queued=False, skip=skip)
+    found = collect_critics("backend", root=tmp_path)
+    assert [t.config["learning_rate"] for t in found] == [1e-3]  # the recorded 1e-4 was not run again
+    kept = with_recorded(found, table_path(tmp_path / "tuning", "backend", critics=True), CriticTrial)
+    assert sorted(t.experiment for t in kept) == sorted(set(names) | set(more))
+    assert choose_critics(kept)["with_info"].config == {"learning_rate": 1e-4}  # the recorded trial still wins
 
 
 def test_two_critics_are_compared_paired_by_state_at_each_rate_from_their_experiments_outputs(tmp_path, monkeypatch):
