@@ -284,9 +284,8 @@ def test_a_broken_tuning_table_is_named_when_resuming(tmp_path, text, message):
     assert str(table) in str(error.value)
 
 
-def test_critic_trials_are_read_back_from_real_dvc_experiments(tmp_path, monkeypatch):
-    """Two learning rates of one critic through `dvc exp run` of a stand-in critic_quality stage (its metric
-    a function of the rate), then read back from the experiments and chosen, as `sweetflow tune` does."""
+def dvc_project(tmp_path, monkeypatch):
+    """An empty git + DVC project at `tmp_path` with the tools' environment; returns a runner of commands there."""
     for key, value in tool_env().items():
         monkeypatch.setenv(key, value)
 
@@ -295,6 +294,13 @@ def test_critic_trials_are_read_back_from_real_dvc_experiments(tmp_path, monkeyp
 
     run("git", "init", "-q", "-b", "main")
     run("dvc", "init", "-q")
+    return run
+
+
+def test_critic_trials_are_read_back_from_real_dvc_experiments(tmp_path, monkeypatch):
+    """Two learning rates of one critic through `dvc exp run` of a stand-in critic_quality stage (its metric
+    a function of the rate), then read back from the experiments and chosen, as `sweetflow tune` does."""
+    run = dvc_project(tmp_path, monkeypatch)
     (tmp_path / "params.yaml").write_text("critics:\n  with_info:\n    learning_rate: 0.001\n")
     out = "reports/backend/stages/critic_quality/with_info/metrics.json"
     (tmp_path / "measure.py").write_text(
@@ -344,14 +350,7 @@ def test_two_critics_are_compared_paired_by_state_at_each_rate_from_their_experi
     """Both critics at two rates through `dvc exp run` of a stand-in critic_quality stage whose scores
     (a DVC output, in the cache only) depend on the critic and the rate; the table's comparison reads each
     experiment's own scores back and pairs them by state, as the bootstrap does on the frames themselves."""
-    for key, value in tool_env().items():
-        monkeypatch.setenv(key, value)
-
-    def run(*command):
-        subprocess.run(command, cwd=tmp_path, check=True, capture_output=True, text=True)
-
-    run("git", "init", "-q", "-b", "main")
-    run("dvc", "init", "-q")
+    run = dvc_project(tmp_path, monkeypatch)
     rates = {"with_info": 0.5, "no_info": 0.5}
     (tmp_path / "params.yaml").write_text(
         "critics:\n" + "".join(f"  {c}:\n    learning_rate: {lr}\n" for c, lr in rates.items())
