@@ -455,7 +455,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     recorded = f" nor trial in {table}" if args.resume else ""
     missing = f"no finished tuning experiment{recorded}: run `sweetflow tune run` first"
 
-    def kept(found: list, kind: type, key: str = "trials", identity: str = "experiment") -> list:
+    def kept(found: list, kind: type, key: str = "trials", identity: tuple[str, ...] = ("experiment",)) -> list:
         return tuning.with_recorded(found, table, kind, key, identity) if args.resume else found
 
     if critics:
@@ -464,12 +464,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if not trials:
             raise InputError(missing)
         best = tuning.choose_critics(trials)
-        # The first two critics defined (with and without the training-time information), paired at each rate
-        # of the experiments here (pairs need their outputs).
-        pairs = tuning.pair_critics(args.domain, found, *list(params.critics)[:2]) if len(params.critics) > 1 else []
-        pairs = sorted(kept(pairs, tuning.CriticPair, "pairs", "learning_rate"), key=lambda p: p.learning_rate)
+        # The first two critics defined (with and without the training-time information), paired by state from
+        # the experiments here (a pair needs both experiments' outputs).
+        two = list(params.critics)[:2]
+        pairs = tuning.pair_critics(args.domain, found, *two, best) if len(two) == 2 else []
+        pairs = kept(pairs, tuning.CriticPair, "pairs", tuning.PAIR_IDENTITY)
         tuning.write_critic_table(args.domain, trials, best, args.out, pairs)
-        console.print(tuning.render_critics(args.domain, trials, best) + tuning.render_pairs(pairs), highlight=False)
+        markdown = tuning.render_critics(args.domain, trials, best) + tuning.render_pairs(pairs, best)
+        console.print(markdown, highlight=False)
         section = "critics"
     else:
         domain = get_domain(args.domain)

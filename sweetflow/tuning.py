@@ -344,12 +344,15 @@ def table_records(table: Path, key: str = "trials") -> list[dict]:
         raise InputError(f"{table}: not a tuning table ({key!r}: a list of mappings): {e!r}") from None
 
 
-def with_recorded(found: list, table: Path, kind: type, key: str = "trials", identity: str = "experiment") -> list:
+def with_recorded(
+    found: list, table: Path, kind: type, key: str = "trials", identity: tuple[str, ...] = ("experiment",)
+) -> list:
     """What `found` holds (trials among the experiments, or critic pairs), and the records of `table` under
-    `key` that it does not hold again (by `identity`), as `kind`: an earlier machine's trials keep their place."""
-    seen = {getattr(item, identity) for item in found}
+    `key` that it does not hold again (told apart by the fields `identity`), as `kind`: an earlier machine's
+    trials keep their place."""
+    seen = {tuple(getattr(item, f) for f in identity) for item in found}
     try:
-        earlier = [kind(**r) for r in table_records(table, key) if r.get(identity) not in seen]
+        earlier = [kind(**r) for r in table_records(table, key) if tuple(r.get(f) for f in identity) not in seen]
     except TypeError as e:
         raise InputError(f"{table}: an entry of {key!r} does not have the fields of {kind.__name__}: {e}") from None
     return earlier + found
@@ -526,20 +529,31 @@ def render_critics(domain: str, trials: list[CriticTrial], best: dict[str, Criti
 
 @dataclass(frozen=True)
 class CriticPair:
-    """Critics `a` and `b` at one learning rate: their good-vs-bad accuracies on the same labelled training
-    states and a − b, paired by state (`sweetflow.report.critic_intervals.accuracy_difference`)."""
+    """Critic `a` at `rate_a` against `b` at `rate_b`: their good-vs-bad accuracies on the same labelled
+    training states and a − b, paired by state (`sweetflow.report.critic_intervals.accuracy_difference`)."""
 
-    learning_rate: float
     a: str
     b: str
+    rate_a: float
+    rate_b: float
     accuracy: dict  # "a", "b", "a_minus_b": {value, low, high, states}
 
 
+PAIR_IDENTITY = ("rate_a", "rate_b")  # what tells a table's critic pairs apart
+
+
 def pair_critics(
-    domain: str, trials: list[CriticTrial], a: str, b: str, root: Path = Path("."), resamples: int = 2000
+    domain: str,
+    trials: list[CriticTrial],
+    a: str,
+    b: str,
+    chosen: dict[str, CriticTrial],
+    root: Path = Path("."),
+    resamples: int = 2000,
 ) -> list[CriticPair]:
-    """At every learning rate both critics were tried at, their paired comparison, from each experiment's
-    scores of the labelled candidates (read from DVC's cache at the experiment's commit)."""
+    """Critics `a` and `b` at every learning rate both were tried at, and at the rates `chosen` for each, each
+    pair compared on the labelled candidates' scores of its two experiments (read from DVC's cache at each
+    experiment's commit; `trials` without outputs here are left out)."""
     import dvc.api
     import polars as pl
 
@@ -553,36 +567,49 @@ def pair_critics(
             return pl.read_parquet(f)
 
     at = {(t.critic, t.config["learning_rate"]): t for t in trials}
+    rates = sorted((lr, lr) for critic, lr in at if critic == a and (b, lr) in at)
+    if a in chosen and b in chosen:
+        best = (chosen[a].config["learning_rate"], chosen[b].config["learning_rate"])
+        rates += [best] if best not in rates and (a, best[0]) in at and (b, best[1]) in at else []
     pairs = []
-    for lr in sorted({lr for critic, lr in at if critic == a and (b, lr) in at}):
-        estimates = accuracy_difference(scored(at[a, lr]), scored(at[b, lr]), resamples)
-        pairs.append(CriticPair(lr, a, b, {k: e.as_dict() for k, e in estimates.items()}))
+    for rate_a, rate_b in rates:
+        estimates = accuracy_difference(scored(at[a, rate_a]), scored(at[b, rate_b]), resamples)
+        pairs.append(CriticPair(a, b, rate_a, rate_b, {k: e.as_dict() for k, e in estimates.items()}))
     return pairs
 
 
-def render_pairs(pairs: list[CriticPair]) -> str:
-    """The paired comparison of `pair_critics` as a markdown section ("" when no rate has both critics)."""
+def render_pairs(pairs: list[CriticPair], chosen: dict[str, CriticTrial]) -> str:
+    """The paired comparisons of `pair_critics` as a markdown section ("" when there are none), the pair of
+    the rates `chosen` marked."""
     if not pairs:
         return ""
     a, b = pairs[0].a, pairs[0].b
+    best = tuple(chosen[c].config["learning_rate"] if c in chosen else None for c in (a, b))
 
     def cell(e: dict, form: str) -> str:
         return f"{100 * e['value']:{form}} [{100 * e['low']:{form}}, {100 * e['high']:{form}}]"
 
     out = [
         "",
-        f"## `{a}` against `{b}` at each learning rate",
+        f"## `{a}` against `{b}`, paired by state",
         "",
-        "Good-vs-bad accuracy on the same labelled training states, paired by state: percentile bootstrap 95% "
-        "intervals over the states.",
+        "Good-vs-bad accuracy on the same labelled training states at each learning rate both ran, and at the "
+        "rates chosen for each: percentile bootstrap 95% intervals over the states.",
         "",
-        f"| learning rate | `{a}` (%) | `{b}` (%) | {a} − {b} (points) | states |",
-        "|---|---|---|---|---|",
+        f"| `{a}` rate | `{b}` rate | `{a}` (%) | `{b}` (%) | {a} − {b} (points) | states | chosen rates |",
+        "|---|---|---|---|---|---|---|",
     ]
     for p in pairs:
         e = p.accuracy
-        cells = [f"{p.learning_rate:g}", cell(e["a"], ".1f"), cell(e["b"], ".1f"), cell(e["a_minus_b"], "+.1f")]
-        out.append(f"| {' | '.join(cells)} | {e['a']['states']} |")
+        cells = [
+            f"{p.rate_a:g}",
+            f"{p.rate_b:g}",
+            cell(e["a"], ".1f"),
+            cell(e["b"], ".1f"),
+            cell(e["a_minus_b"], "+.1f"),
+        ]
+        marked = "**yes**" if (p.rate_a, p.rate_b) == best else ""
+        out.append(f"| {' | '.join(cells)} | {e['a']['states']} | {marked} |")
     return "\n".join(out) + "\n"
 
 
@@ -590,6 +617,6 @@ def write_critic_table(
     domain: str, trials: list[CriticTrial], best: dict[str, CriticTrial], out: Path, pairs: list[CriticPair] = ()
 ) -> None:
     """<out>/<domain>-critics.{md,json}: every critic trial, the choice (`sweetflow experiment --tuned` reads it)
-    and the critics' paired comparison at each learning rate."""
-    markdown = render_critics(domain, trials, best) + render_pairs(list(pairs))
+    and the critics' paired comparisons (`pair_critics`)."""
+    markdown = render_critics(domain, trials, best) + render_pairs(list(pairs), best)
     _write(out, f"{domain}-critics", markdown, "critics", trials, best, pairs=[asdict(p) for p in pairs])

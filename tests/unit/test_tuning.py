@@ -262,13 +262,14 @@ def test_the_critic_table_shows_accuracy_beside_drift_and_is_read_back_as_critic
 def test_a_tuning_table_keeps_its_trials_and_pairs_that_were_not_found_again(tmp_path):
     trials = [critic_trial("with_info", 2e-6, 0.71, 0.8), critic_trial("with_info", 2e-4, 0.65, 0.9)]
     estimate = {"value": 0.1, "low": 0.0, "high": 0.2, "states": 210}
-    pair = CriticPair(2e-6, "with_info", "no_info", {"a": estimate, "b": estimate, "a_minus_b": estimate})
+    pair = CriticPair("with_info", "no_info", 2e-6, 2e-6, {"a": estimate, "b": estimate, "a_minus_b": estimate})
     write_critic_table("backend", trials, choose_critics(trials), tmp_path, [pair])
     table = table_path(tmp_path, "backend", critics=True)
     again = CriticTrial("with_info", trials[1].experiment, {"learning_rate": 2e-4}, {"good_vs_bad_accuracy": 0.9})
     kept = with_recorded([again], table, CriticTrial)
     assert kept == [trials[0], again]  # the experiment found here replaces its record; the other stays
-    assert with_recorded([], table, CriticPair, "pairs", "learning_rate") == [pair]
+    assert with_recorded([], table, CriticPair, "pairs", ("rate_a", "rate_b")) == [pair]
+    assert with_recorded([pair], table, CriticPair, "pairs", ("rate_a", "rate_b")) == [pair]  # found: not twice
     assert with_recorded([], tmp_path / "none.json", CriticTrial) == []
 
 
@@ -384,8 +385,9 @@ def test_two_critics_are_compared_paired_by_state_at_each_rate_from_their_experi
     launch_critics("backend", ["with_info", "no_info"], (1e-4, 1e-3), root=tmp_path, queued=False)
     run("rm", "-rf", "data")  # the workspace's outputs are the last experiment's; the comparison must not read them
     trials = collect_critics("backend", root=tmp_path)
-    pairs = pair_critics("backend", trials, "with_info", "no_info", root=tmp_path, resamples=200)
-    assert [p.learning_rate for p in pairs] == [1e-4, 1e-3]
+    chosen = {"with_info": trials_at(trials, "with_info", 1e-3), "no_info": trials_at(trials, "no_info", 1e-4)}
+    pairs = pair_critics("backend", trials, "with_info", "no_info", chosen, root=tmp_path, resamples=200)
+    assert [(p.rate_a, p.rate_b) for p in pairs] == [(1e-4, 1e-4), (1e-3, 1e-3), (1e-3, 1e-4)]
 
     def frame(critic: str, lr: float) -> pl.DataFrame:
         sign = 1 if critic == "with_info" else -1
@@ -393,14 +395,17 @@ def test_two_critics_are_compared_paired_by_state_at_each_rate_from_their_experi
         return pl.DataFrame(rows, schema=["state_id", "candidate", "good", "score"], orient="row")
 
     for pair in pairs:
-        expected = accuracy_difference(
-            frame("with_info", pair.learning_rate), frame("no_info", pair.learning_rate), 200
-        )
+        expected = accuracy_difference(frame("with_info", pair.rate_a), frame("no_info", pair.rate_b), 200)
         assert pair.accuracy == {k: e.as_dict() for k, e in expected.items()}
     assert pairs[0].accuracy["a"] != pairs[1].accuracy["a"]  # each rate's own experiment was read
-    write_critic_table("backend", trials, choose_critics(trials), tmp_path / "out", pairs)
-    assert "## `with_info` against `no_info` at each learning rate" in (tmp_path / "out/backend-critics.md").read_text()
-    assert json.loads((tmp_path / "out/backend-critics.json").read_text())["pairs"][1]["learning_rate"] == 1e-3
+    write_critic_table("backend", trials, chosen, tmp_path / "out", pairs)
+    table = (tmp_path / "out/backend-critics.md").read_text()
+    assert re.search(r"\| 0\.001 \| 0\.0001 \| .* \| 12 \| \*\*yes\*\* \|", table)
+    assert json.loads((tmp_path / "out/backend-critics.json").read_text())["pairs"][2]["rate_b"] == 1e-4
+
+
+def trials_at(trials: list[CriticTrial], critic: str, rate: float) -> CriticTrial:
+    return next(t for t in trials if t.critic == critic and t.config["learning_rate"] == rate)
 
 
 def test_the_faithful_grid_refuses_an_mtdpo_budget_other_than_four():
