@@ -452,8 +452,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         )
         return 0
     table = tuning.table_path(args.out, args.domain, critics)
-    recorded = f" nor trial in {table}" if args.resume else ""
-    missing = f"no finished tuning experiment{recorded}: run `sweetflow tune run` first"
+    nor = f" nor trial in {table}" if args.resume else ""
+    missing = f"no finished tuning experiment{nor}: run `sweetflow tune run` first"
 
     def kept(found: list, kind: type, key: str = "trials", identity: tuple[str, ...] = ("experiment",)) -> list:
         return tuning.with_recorded(found, table, kind, key, identity) if args.resume else found
@@ -467,8 +467,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         # The first two critics defined (with and without the training-time information), paired by state from
         # the experiments here (a pair needs both experiments' outputs).
         two = list(params.critics)[:2]
-        pairs = tuning.pair_critics(args.domain, found, *two, best) if len(two) == 2 else []
-        pairs = kept(pairs, tuning.CriticPair, "pairs", tuning.PAIR_IDENTITY)
+        recorded = table if args.resume else None
+        pairs = tuning.compare_critics(args.domain, found, trials, best, *two, recorded) if len(two) == 2 else []
         tuning.write_critic_table(args.domain, trials, best, args.out, pairs)
         markdown = tuning.render_critics(args.domain, trials, best) + tuning.render_pairs(pairs, best)
         console.print(markdown, highlight=False)

@@ -567,15 +567,41 @@ def pair_critics(
             return pl.read_parquet(f)
 
     at = {(t.critic, t.config["learning_rate"]): t for t in trials}
-    rates = sorted((lr, lr) for critic, lr in at if critic == a and (b, lr) in at)
-    if a in chosen and b in chosen:
-        best = (chosen[a].config["learning_rate"], chosen[b].config["learning_rate"])
-        rates += [best] if best not in rates and (a, best[0]) in at and (b, best[1]) in at else []
     pairs = []
-    for rate_a, rate_b in rates:
+    for rate_a, rate_b in pair_rates(trials, a, b, chosen):
         estimates = accuracy_difference(scored(at[a, rate_a]), scored(at[b, rate_b]), resamples)
         pairs.append(CriticPair(a, b, rate_a, rate_b, {k: e.as_dict() for k, e in estimates.items()}))
     return pairs
+
+
+def compare_critics(
+    domain: str,
+    found: list[CriticTrial],
+    trials: list[CriticTrial],
+    chosen: dict[str, CriticTrial],
+    a: str,
+    b: str,
+    table: Path | None = None,
+    root: Path = Path("."),
+) -> list[CriticPair]:
+    """The critics' table's comparisons of `a` and `b` (`pair_rates` of all `trials`): each computed from the
+    experiments `found` here where both of its experiments are, else taken from `table`'s record (None: not)."""
+    pairs = pair_critics(domain, found, a, b, chosen, root)
+    if table is not None:
+        pairs = with_recorded(pairs, table, CriticPair, "pairs", PAIR_IDENTITY)
+    by_rates = {(p.rate_a, p.rate_b): p for p in pairs}
+    return [by_rates[r] for r in pair_rates(trials, a, b, chosen) if r in by_rates]
+
+
+def pair_rates(trials: list[CriticTrial], a: str, b: str, chosen: dict[str, CriticTrial]) -> list[tuple[float, float]]:
+    """The (rate of `a`, rate of `b`) pairs the critics' table compares: every rate both were tried at, then
+    the rates `chosen` for each where they differ."""
+    tried = {(t.critic, t.config["learning_rate"]) for t in trials}
+    rates = sorted((lr, lr) for critic, lr in tried if critic == a and (b, lr) in tried)
+    if a in chosen and b in chosen:
+        best = (chosen[a].config["learning_rate"], chosen[b].config["learning_rate"])
+        rates += [best] if best not in rates and (a, best[0]) in tried and (b, best[1]) in tried else []
+    return rates
 
 
 def render_pairs(pairs: list[CriticPair], chosen: dict[str, CriticTrial]) -> str:

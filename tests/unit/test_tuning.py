@@ -22,6 +22,7 @@ from sweetflow.tuning import (
     choose,
     choose_critics,
     collect_critics,
+    compare_critics,
     configurations,
     critic_command,
     critic_experiment_name,
@@ -271,6 +272,21 @@ def test_a_tuning_table_keeps_its_trials_and_pairs_that_were_not_found_again(tmp
     assert with_recorded([], table, CriticPair, "pairs", ("rate_a", "rate_b")) == [pair]
     assert with_recorded([pair], table, CriticPair, "pairs", ("rate_a", "rate_b")) == [pair]  # found: not twice
     assert with_recorded([], tmp_path / "none.json", CriticTrial) == []
+
+
+def test_a_recorded_critic_pair_stays_only_while_the_comparison_holds_its_rates(tmp_path):
+    """Resumed elsewhere (no experiment here), the table's pairs are the record; a pair of rates chosen once
+    but no longer (a later trial changed the choice) leaves the table."""
+    estimate = {"value": 0.1, "low": 0.0, "high": 0.2, "states": 210}
+    accuracy = {"a": estimate, "b": estimate, "a_minus_b": estimate}
+    trials = [critic_trial(c, lr, good, 0.5) for c, lr, good in (("a", 1e-5, 0.7), ("a", 1e-4, 0.6), ("b", 1e-5, 0.6))]
+    earlier = [CriticPair("a", "b", 1e-5, 1e-5, accuracy), CriticPair("a", "b", 1e-4, 1e-5, accuracy)]
+    write_critic_table("backend", trials, choose_critics(trials), tmp_path, earlier)
+    table = table_path(tmp_path, "backend", critics=True)
+    now = trials + [critic_trial("b", 1e-4, 0.65, 0.5)]  # b at 1e-4 ran here; no outputs are read for it
+    pairs = compare_critics("backend", [], now, choose_critics(now), "a", "b", table)
+    assert [(p.rate_a, p.rate_b) for p in pairs] == [(1e-5, 1e-5)]
+    assert compare_critics("backend", [], now, choose_critics(now), "a", "b") == []  # not resumed: no record read
 
 
 @pytest.mark.parametrize(
