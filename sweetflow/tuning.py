@@ -175,7 +175,7 @@ def launch(
     skip: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Queue every configuration of every policy (name → method), each on `overlay` (`-S` arguments
-    of the experiment file `on`); returns the experiment names. Not `queued`: run them one after
+    of the experiment file `on`); returns the names of those it ran or queued. Not `queued`: run them one after
     another in the workspace instead, without a temporary copy of the project each. Either way every
     stage a configuration ran goes to DVC's run cache (the queue's temporary copies share the
     workspace's cache), so the final run with the chosen configurations restores their policies and
@@ -187,16 +187,18 @@ def launch(
     for policy, method in policies.items():
         for config in configurations(method, grid, learning_rates, epochs):
             name = experiment_name(domain, policy, config, on)
-            _run_once(name, done, queue_command(domain, policy, config, overlay, queued, on), root)
-            names.append(name)
+            if _run_once(name, done, queue_command(domain, policy, config, overlay, queued, on), root):
+                names.append(name)
     return names
 
 
-def _run_once(name: str, done: set[str], command: list[str], root: Path) -> None:
+def _run_once(name: str, done: set[str], command: list[str], root: Path) -> bool:
+    """Run (or queue) `command` unless `name` is `done`; whether it did."""
     if name in done:
         print(f"{name}: ran already (an experiment of this commit, or a trial of the tuning table), skipped")
-    else:
-        subprocess.run(command, cwd=root, check=True)
+        return False
+    subprocess.run(command, cwd=root, check=True)
+    return True
 
 
 def recorded(root: Path = Path(".")) -> set[str]:
@@ -428,8 +430,8 @@ def launch_critics(
     for critic in critics:
         for lr in learning_rates:
             name = critic_experiment_name(domain, critic, lr, on)
-            _run_once(name, done, critic_command(domain, critic, lr, overlay, queued, on), root)
-            names.append(name)
+            if _run_once(name, done, critic_command(domain, critic, lr, overlay, queued, on), root):
+                names.append(name)
     return names
 
 
