@@ -24,6 +24,10 @@ the choice is the highest good-vs-bad accuracy, then the held-out pair accuracy,
 
 With `--overlay configs/experiments/<name>.yaml` every configuration runs on that experiment's
 values, its experiment's name ends in `-on-<name>`, and `tune table --overlay` reads those only.
+The critics' table also compares the first two critics on the same labelled states, paired by state,
+at every rate both ran and at the rates chosen for each (`compare_critics`). With `--resume` the table
+at `--out`, committed, is the tuning's record across machines: `run` skips the configurations it holds,
+`table` keeps its trials that are no experiment of this clone (`with_recorded`).
 """
 
 from __future__ import annotations
@@ -181,7 +185,7 @@ def launch(
     workspace's cache), so the final run with the chosen configurations restores their policies and
     validations instead of training them again. A configuration whose experiment this commit already
     has is skipped, so that an interrupted tuning resumes where it stopped, and so is one named in `skip`
-    (the trials of a tuning table: `recorded_trials`)."""
+    (the trials of a tuning table: `table_records`)."""
     done = recorded(root) | skip
     names = []
     for policy, method in policies.items():
