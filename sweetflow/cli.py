@@ -412,6 +412,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     params = experiments.experiment_params(args.overlay, args.params) if args.overlay else load_params(args.params)
     on = args.overlay.stem if args.overlay else None
     critics = args.critics is not None
+    record = tuning.table_path(args.out, args.domain, critics)  # the table `table` writes, and --resume reads
     if args.action in ("queue", "run"):
         kind, defined = ("critics", params.critics) if critics else ("policies", params.policies)
         chosen = (args.critics if critics else args.policies) or list(defined)
@@ -423,8 +424,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             changes |= experiments.tuned_changes(table, args.params, args.overlay)
         changes |= experiments.parse_sets(args.set)
         overlay, queued = experiments.set_arguments(changes), args.action == "queue"
-        table = tuning.table_path(args.out, args.domain, critics)
-        skip = frozenset(t.get("experiment") for t in tuning.table_records(table)) if args.resume else frozenset()
+        skip = frozenset(t.get("experiment") for t in tuning.table_records(record)) if args.resume else frozenset()
         if critics:
             names = tuning.launch_critics(
                 args.domain, chosen, tuple(args.learning_rates), overlay, queued=queued, on=on, skip=skip
@@ -451,12 +451,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
             markup=False,
         )
         return 0
-    table = tuning.table_path(args.out, args.domain, critics)
-    nor = f" nor trial in {table}" if args.resume else ""
+    nor = f" nor trial in {record}" if args.resume else ""
     missing = f"no finished tuning experiment{nor}: run `sweetflow tune run` first"
 
     def kept(found: list, kind: type, key: str = "trials", identity: tuple[str, ...] = ("experiment",)) -> list:
-        return tuning.with_recorded(found, table, kind, key, identity) if args.resume else found
+        return tuning.with_recorded(found, record, kind, key, identity) if args.resume else found
 
     if critics:
         found = tuning.collect_critics(args.domain, commits=args.commits, on=on)
@@ -467,7 +466,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         # The first two critics defined (with and without the training-time information), paired by state from
         # the experiments here (a pair needs both experiments' outputs).
         two = list(params.critics)[:2]
-        recorded = table if args.resume else None
+        recorded = record if args.resume else None
         pairs = tuning.compare_critics(args.domain, found, trials, best, *two, recorded) if len(two) == 2 else []
         tuning.write_critic_table(args.domain, trials, best, args.out, pairs)
         markdown = tuning.render_critics(args.domain, trials, best) + tuning.render_pairs(pairs, best)

@@ -327,7 +327,7 @@ def describe(config: dict) -> str:
 
 
 def write_table(domain: str, trials: list[Trial], best: dict[str, Trial], headline: tuple[str, str], out: Path) -> None:
-    _write(out, domain, render(domain, trials, best, headline), "policies", trials, best)
+    _write(table_path(out, domain), render(domain, trials, best, headline), "policies", trials, best)
 
 
 def table_path(out: Path, domain: str, critics: bool = False) -> Path:
@@ -364,15 +364,16 @@ def with_recorded(
     return earlier + found
 
 
-def _write(out: Path, stem: str, markdown: str, section: str, trials: list, best: dict, **more: list) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.md").write_text(markdown)
+def _write(table: Path, markdown: str, section: str, trials: list, best: dict, **more: list) -> None:
+    """`table` (JSON, `table_path`) and its markdown beside it (.md)."""
+    table.parent.mkdir(parents=True, exist_ok=True)
+    table.with_suffix(".md").write_text(markdown)
     data = {
         "section": section,
         "trials": [asdict(t) for t in trials],
         "chosen": {n: asdict(t) for n, t in best.items()},
     } | more
-    (out / f"{stem}.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    table.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def read_choices(table: Path | str) -> tuple[str, dict[str, dict]]:
@@ -651,4 +652,4 @@ def write_critic_table(
     """<out>/<domain>-critics.{md,json}: every critic trial, the choice (`sweetflow experiment --tuned` reads it)
     and the critics' paired comparisons (`pair_critics`)."""
     markdown = render_critics(domain, trials, best) + render_pairs(list(pairs), best)
-    _write(out, f"{domain}-critics", markdown, "critics", trials, best, pairs=[asdict(p) for p in pairs])
+    _write(table_path(out, domain, critics=True), markdown, "critics", trials, best, pairs=[asdict(p) for p in pairs])
