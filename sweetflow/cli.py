@@ -283,6 +283,27 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     return 0 if args.print else subprocess.run(command).returncode
 
 
+def parser_record(sub: argparse._SubParsersAction) -> None:
+    """The command line of `sweetflow record`."""
+    p = sub.add_parser(
+        "record",
+        help="copy the workspace's finished run (params, lock, results, summary, run records, stage metrics, each "
+        "method's test metrics) into a folder git keeps, e.g. reports/experiments/<name>/ (sweetflow/record.py)",
+    )
+    p.add_argument("out", type=Path, help="the record's folder; its other files (a tuning/ table) stay")
+    p.add_argument("--domain", help="the training domain whose stages it keeps (default: the run's only one)")
+    p.add_argument("--root", type=Path, default=Path("."), help="project root (where dvc.yaml is)")
+    p.set_defaults(func=cmd_record)
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from sweetflow.record import write_record
+
+    written = write_record(args.out, args.root, args.domain)
+    console.print(f"{args.out}: {len(written)} entries of the run recorded", highlight=False)
+    return 0
+
+
 def parser_external(sub: argparse._SubParsersAction) -> None:
     """The command line of `sweetflow external`."""
     p = sub.add_parser(
@@ -528,6 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser_export,
         parser_tune,
         parser_experiment,
+        parser_record,
         parser_external,
         parser_share,
         parser_view,
