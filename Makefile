@@ -46,7 +46,7 @@ repro-real:
 # one the commit has is skipped, and what ran comes back from the run cache, so an interrupted run resumes;
 # on another machine, one the committed tuning tables record is skipped too (`--resume`), and kept in the table.
 # Last, the run's record (`sweetflow record`) and the critics' intervals on it, for git to keep.
-# Memory: about 25 GiB, swap included (MT-DPO with the NLL term, measured; 24 GiB without swap was too little).
+# Memory: about 30 GiB, swap included (MT-DPO with the NLL term peaked at 29 GiB; 24 GiB without swap was too little).
 FAITHFUL := configs/experiments/smollm2-faithful.yaml
 FAITHFUL_RECORD := reports/experiments/smollm2-faithful
 FAITHFUL_TUNING := $(FAITHFUL_RECORD)/tuning
