@@ -20,11 +20,14 @@ mix two runs in one record, so it is refused. A folder's other files (a `tuning/
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
 import yaml
 
+# The stages' swap of a finished artifact into place (either name always holds a whole one); private there
+# only because renaming it would change every stage's code dependency.
+from sweetflow.core.artifacts import _replace_dir as replace_path
+from sweetflow.core.artifacts import temporary_path
 from sweetflow.core.errors import InputError
 from sweetflow.lineage import dvc_lock_problems
 from sweetflow.params import load_params
@@ -63,8 +66,8 @@ def trained_domain(root: Path, domain: str | None) -> str:
 def write_record(out: Path, root: Path = Path("."), domain: str | None = None) -> list[str]:
     """Copy the workspace's run at `root` into `out` (created if need be); returns the entries written.
 
-    Everything is copied into a temporary folder beside `out` first, so a failed copy (a full disk)
-    leaves `out` as it was; each entry then replaces its namesake."""
+    Everything is copied into a temporary folder beside `out` first (`temporary_path`), so a failed copy (a
+    full disk) leaves `out` as it was; each entry then replaces its namesake whole."""
     root, out = Path(root), Path(out)
     sources = record_sources(root, trained_domain(root, domain))
     if missing := [str(path) for path in sources.values() if not path.exists()]:
@@ -78,19 +81,15 @@ def write_record(out: Path, root: Path = Path("."), domain: str | None = None) -
             "(`dvc repro` or `dvc exp apply` first):\n" + "\n".join(problems)
         )
     out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    staging = temporary_path(out)
+    shutil.rmtree(staging, ignore_errors=True)  # a killed earlier call's
     try:
         for name, source in sources.items():
             target = staging / name
             target.parent.mkdir(parents=True, exist_ok=True)
             (shutil.copytree if source.is_dir() else shutil.copy2)(source, target)
-        for name in {name.split("/")[0] for name in sources}:
-            old = out / name
-            if old.is_dir():
-                shutil.rmtree(old)
-            elif old.exists():
-                old.unlink()
-            (staging / name).rename(old)
+        for entry in sorted(staging.iterdir()):
+            replace_path(entry, out / entry.name)
         (out / PROGRESS).unlink(missing_ok=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -82,7 +82,7 @@ def test_the_record_holds_the_run_and_keeps_the_folders_other_files(workspace, t
         if source is not None:
             assert (out / name).read_bytes() == source.read_bytes(), name
     assert (out / "tuning" / "backend.md").read_text() == "the tuning table\n"
-    assert not list(tmp_path.glob(".record-*")), "the staging folder is left behind"
+    assert not list(tmp_path.glob(".record*")), "the staging folder is left behind"
 
 
 def test_a_workspace_that_moved_from_its_lock_is_refused_and_the_record_is_untouched(workspace, tmp_path):
