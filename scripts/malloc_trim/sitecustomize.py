@@ -6,6 +6,7 @@ glibc keeps the freed blocks in its heap; fragmented, the heap grew step after s
 term to 44 GiB with swap by its 111th of 212 steps, steps three times slower from swapping) while the step
 itself needs about 16. `malloc_trim(0)` returns every free page; it takes the allocator's locks itself, so
 it is safe beside the threads that compute, and it changes no value. Not glibc (macOS, musl): nothing.
+`SWEETFLOW_MALLOC_TRIM_SECONDS` sets the interval (default 20; the test shortens it).
 """
 
 import ctypes
