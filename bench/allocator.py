@@ -1,11 +1,13 @@
 """Benchmark: training steps and a generation batch of the tiny model, with and without the stages'
-malloc settings (`stages/_common.py`, `keep_freed_memory`: freed memory kept for reuse instead of handed
-back to the system at every step).
+malloc settings (`sweetflow/core/memory.py`, `keep_freed_memory`: freed memory kept for reuse, up to
+1 GiB, instead of handed back to the system at every step).
 
 Each variant runs in a fresh process (malloc's settings are per process and best made before any
-large allocation), alternating, `--rounds` times; the table gives each one's median seconds and
-system-CPU seconds, and the ratio. The model is the frontend's tiny Llama (vocab 8,192, 2 layers,
-hidden 128); a step is batch 8 x 750 tokens, a median design dialogue.
+large allocation), alternating, `--rounds` times; the table gives each one's median seconds,
+system-CPU seconds and peak resident MiB, and the ratio. The model is the frontend's tiny Llama (vocab
+8,192, 2 layers, hidden 128); a step is batch 8 x 750 tokens, a median design dialogue, or (the second
+row) of a length drawn anew at each step, as a real run's batches are: where a heap that keeps freed
+blocks can fragment.
 
 Prints a table and writes bench/results/allocator.json. Usage:
     python bench/allocator.py [--rounds 3] [--steps 12] [--rows 128] [--tokens 96]
@@ -14,8 +16,6 @@ Prints a table and writes bench/results/allocator.json. Usage:
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
 import json
 import platform
 import resource
@@ -30,20 +30,19 @@ from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "allocator.json"
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
-
-
-def keep_freed_memory() -> None:
-    """The stages' two mallopt calls (`stages/_common.py`, `keep_freed_memory`): glibc keeps up to
-    1 GiB of freed memory for reuse. Written out here so that the benchmark imports only the library."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c"))
-    libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)
-    libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
+WORK = {
+    "train": "{steps} training steps",
+    "vary": "{steps} training steps, lengths 128-1,024",
+    "generate": "{rows} rows x {tokens} tokens, 900-token prompts",
+}
 
 
 def child(kind: str, keep: bool, steps: int, rows: int, tokens: int) -> None:
-    """One measurement, in this process: prints {"s": wall seconds, "sys": system CPU seconds}."""
+    """One measurement, in this process: prints {"s": wall seconds, "sys": system CPU seconds, "mib": peak
+    resident MiB}."""
     if keep:
+        from sweetflow.core.memory import keep_freed_memory
+
         keep_freed_memory()
     import torch
     from transformers import LlamaForCausalLM
@@ -54,12 +53,18 @@ def child(kind: str, keep: bool, steps: int, rows: int, tokens: int) -> None:
     config = tiny_config(8192, max_length=2048)
     torch.manual_seed(0)
     model = LlamaForCausalLM(config)
-    if kind == "train":
+    if kind in ("train", "vary"):
         torch.set_num_threads(2)  # as the training stages
         optimizer = torch.optim.AdamW(model.parameters(), 1e-3)
-        batch = torch.randint(8, 8192, (8, 750))
+        lengths = (
+            [750] * (steps + 1)
+            if kind == "train"
+            else torch.randint(128, 1025, (steps + 1,), generator=torch.Generator().manual_seed(0)).tolist()
+        )
+        batches = iter([torch.randint(8, 8192, (8, n)) for n in lengths])
 
         def work() -> None:
+            batch = next(batches)
             model(input_ids=batch, labels=batch).loss.backward()
             optimizer.step()
             optimizer.zero_grad()
@@ -77,10 +82,11 @@ def child(kind: str, keep: bool, steps: int, rows: int, tokens: int) -> None:
 
     work()  # warm-up: the first pass allocates in any case
     before, started = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    for _ in range(steps if kind == "train" else 1):
+    for _ in range(1 if kind == "generate" else steps):
         work()
     after = resource.getrusage(resource.RUSAGE_SELF)
-    print(json.dumps({"s": time.perf_counter() - started, "sys": after.ru_stime - before.ru_stime}))
+    seconds = time.perf_counter() - started
+    print(json.dumps({"s": seconds, "sys": after.ru_stime - before.ru_stime, "mib": after.ru_maxrss / 1024}))
 
 
 def measure(kind: str, keep: bool, args: argparse.Namespace) -> dict:
@@ -113,42 +119,45 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12, help="training steps timed per run")
     parser.add_argument("--rows", type=int, default=128, help="rows of the generation batch")
     parser.add_argument("--tokens", type=int, default=96, help="tokens each row generates")
-    parser.add_argument("--child", choices=["train", "generate"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=WORK, help=argparse.SUPPRESS)
     parser.add_argument("--keep", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, bool(args.keep), args.steps, args.rows, args.tokens)
         return
     rows = []
-    for kind in ("train", "generate"):
+    for kind in WORK:
         runs = {False: [], True: []}
         for _ in range(args.rounds):
             for keep in (False, True):  # alternating: a slow spell of the machine hits both
                 runs[keep].append(measure(kind, keep, args))
-        median = {k: {m: statistics.median(r[m] for r in v) for m in ("s", "sys")} for k, v in runs.items()}
+        median = {k: {m: statistics.median(r[m] for r in v) for m in ("s", "sys", "mib")} for k, v in runs.items()}
         rows.append(
             {
-                "work": f"{args.steps} training steps"
-                if kind == "train"
-                else f"{args.rows} rows x {args.tokens} tokens, 900-token prompts",
+                "work": WORK[kind].format(steps=args.steps, rows=args.rows, tokens=args.tokens),
                 "default_s": median[False]["s"],
                 "default_sys_s": median[False]["sys"],
+                "default_peak_mib": median[False]["mib"],
                 "kept_s": median[True]["s"],
                 "kept_sys_s": median[True]["sys"],
+                "kept_peak_mib": median[True]["mib"],
                 "speedup": median[False]["s"] / median[True]["s"],
                 "rounds": args.rounds,
             }
         )
     table = Table(title="tiny Llama (vocab 8,192): glibc's default malloc vs freed memory kept (medians)")
-    for column in ("work", "default s", "default sys s", "kept s", "kept sys s", "speedup"):
+    columns = ("work", "default s", "default sys s", "default peak MiB", "kept s", "kept sys s", "kept peak MiB")
+    for column in (*columns, "speedup"):
         table.add_column(column, justify="right")
     for r in rows:
         table.add_row(
             r["work"],
             f"{r['default_s']:.2f}",
             f"{r['default_sys_s']:.2f}",
+            f"{r['default_peak_mib']:.0f}",
             f"{r['kept_s']:.2f}",
             f"{r['kept_sys_s']:.2f}",
+            f"{r['kept_peak_mib']:.0f}",
             f"{r['speedup']:.2f}x",
         )
     Console().print(table)

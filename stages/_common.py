@@ -13,9 +13,6 @@ stage's entry declares it among its deps:
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
-import sys
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +21,7 @@ from sweetflow.core import reproducibility
 from sweetflow.core.artifacts import StageOutput, stage_output
 from sweetflow.core.definition import Definition, definition, output_of
 from sweetflow.core.errors import InputError
+from sweetflow.core.memory import keep_freed_memory
 from sweetflow.core.params import DOMAINS, AgentParams, section_of
 from sweetflow.params import Params, load_params
 
@@ -102,27 +100,6 @@ def begin(kind: str, doc: str | None, item: str | None = None, domain: bool = Tr
         raise InputError(f"params.yaml: {item}: no entry named {name!r}; defined: {sorted(getattr(params, item))}")
     domain_name = getattr(args, "domain", None)
     return Stage(kind, domain_name, name, params, definition(kind, domain_name, name, params.model_dump(mode="json")))
-
-
-# glibc's mallopt parameters (malloc.h).
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-KEEP_BYTES = 1 << 30
-
-
-def keep_freed_memory() -> None:
-    """Let glibc's malloc keep up to 1 GiB of freed memory for reuse instead of returning it to the
-    system. Torch frees and allocates the same large buffers (logits, activations, a key/value
-    cache) at every step; by default each comes from a fresh mmap whose pages the kernel maps and
-    zeroes again: a third of a tiny model's training step was system time (bench/allocator.py).
-    The peak memory is unchanged; numbers are unchanged (only where memory comes from)."""
-    if not sys.platform.startswith("linux"):
-        return
-    name = ctypes.util.find_library("c")
-    libc = ctypes.CDLL(name) if name else None
-    if libc is None or not hasattr(libc, "mallopt"):  # not glibc (musl has no mallopt)
-        return
-    libc.mallopt(M_MMAP_THRESHOLD, KEEP_BYTES)
-    libc.mallopt(M_TRIM_THRESHOLD, KEEP_BYTES)
 
 
 def with_checkpoint(agent: AgentParams, stage: Stage) -> AgentParams:

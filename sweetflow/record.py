@@ -24,10 +24,7 @@ from pathlib import Path
 
 import yaml
 
-# The stages' swap of a finished artifact into place (either name always holds a whole one); private there
-# only because renaming it would change every stage's code dependency.
-from sweetflow.core.artifacts import _replace_dir as replace_path
-from sweetflow.core.artifacts import temporary_path
+from sweetflow.core.artifacts import replace_dir, temporary_path
 from sweetflow.core.errors import InputError
 from sweetflow.lineage import dvc_lock_problems
 from sweetflow.params import load_params
@@ -89,7 +86,7 @@ def write_record(out: Path, root: Path = Path("."), domain: str | None = None) -
             target.parent.mkdir(parents=True, exist_ok=True)
             (shutil.copytree if source.is_dir() else shutil.copy2)(source, target)
         for entry in sorted(staging.iterdir()):
-            replace_path(entry, out / entry.name)
+            replace_dir(entry, out / entry.name)
         (out / PROGRESS).unlink(missing_ok=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

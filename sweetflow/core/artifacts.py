@@ -261,7 +261,7 @@ def stage_output(
             **({"devices": result.devices} if result.devices else {}),
         }
         write_json(tmp / MANIFEST, manifest)
-        _replace_dir(tmp, out)
+        replace_dir(tmp, out)
         if metrics is not None:
             os.replace(metrics_tmp, metrics)
         write_run_record(
@@ -323,7 +323,7 @@ def checkpoint_path(stage: str, params: dict[str, BaseModel | object], inputs: l
     return Path(".sweetflow/checkpoints") / f"{stage}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
 
 
-def _replace_dir(new: Path, out: Path) -> None:
+def replace_dir(new: Path, out: Path) -> None:
     """Put `new` at `out`. A directory can't be renamed over a non-empty one, so the old one is
     first moved aside; either name always holds a complete artifact."""
     if out.exists() or out.is_symlink():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import read_yaml
@@ -89,7 +90,7 @@ def output_of(
     return out / file if file is not None else out
 
 
-def outputs_of(kind: str, domain: str | None, of: str = "out") -> dict[str, Path]:
+def outputs_of(kind: str, domain: str | None, of: Literal["out", "metrics", "plots"] = "out") -> dict[str, Path]:
     """What every item of stage `kind` for `domain` (a critic, a policy, an agent) left on disk, by
     item, sorted: its entry's output (`of="out"`), metrics file (`"metrics"`) or plots directory
     (`"plots"`), with the item a wildcard; a stage without items has its one, keyed by the name of its
