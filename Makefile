@@ -46,6 +46,8 @@ repro-real:
 # one the commit has is skipped, and what ran comes back from the run cache, so an interrupted run resumes;
 # on another machine, one the committed tuning tables record is skipped too (`--resume`), and kept in the table.
 # Last, the run's record (`sweetflow record`) and the critics' intervals on it, for git to keep.
+# Memory: MT-DPO with the NLL term peaked at 24-29 GiB, swap included, before the stages bounded their kept heap
+# (sweetflow/core/memory.py); on a 24 GiB machine a swap file is a cheap guard.
 FAITHFUL := configs/experiments/smollm2-faithful.yaml
 FAITHFUL_RECORD := reports/experiments/smollm2-faithful
 FAITHFUL_TUNING := $(FAITHFUL_RECORD)/tuning
