@@ -5,7 +5,8 @@ sweetflow/rl/methods/ (`rft`, `mtdpo`, `sweet`), which reads its data and runs i
 
 `python -m stages.policy DOMAIN NAME` reads params `policies.NAME` and `seeds`, and the data its
 method needs. The data are read, and the base model's log-probs of them computed, once for all
-seeds. Writes `models/DOMAIN/policies/NAME/` (`seed<k>/`: a checkpoint per seed; what the method
+seeds. Resumable by seed: a run cut off keeps the seeds it finished (`FinishedSeeds`)
+and trains only the rest. Writes `models/DOMAIN/policies/NAME/` (`seed<k>/`: a checkpoint per seed; what the method
 keeps beside them, `reference_logps.pt` for the preference methods; `manifest.json`) and
 `reports/DOMAIN/stages/policies/NAME/` (`metrics.json`: data counts and each seed's training
 summary; `plots/seed<k>/`: DVCLive curves).
@@ -16,15 +17,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
+from accelerate import PartialState
+from accelerate.utils import parse_flag_from_env
 
 from stages._common import begin
-from sweetflow.core.artifacts import write_json
+from sweetflow.core.artifacts import checkpoint_path, temporary_path, write_json
 from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.tables import TRAJECTORIES, read_tasks, task_file
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device, save_checkpoint
-from sweetflow.rl.loop import TrainRun, launch, live_report
+from sweetflow.rl.loop import Fitted, TrainRun, launch, live_report
 from sweetflow.rl.policy_methods import Source, load_methods
 from sweetflow.rl.sequences import context_length
 
@@ -60,12 +66,16 @@ def main() -> None:
     inputs = [tasks_file, rollout, base_dir, *training.inputs]
     del base, source  # each seed starts from a fresh copy
 
-    summaries, runs = {}, {}
-    with (
-        live_report(stage.report_dir) as live,
-        stage.output(inputs, p.seed, metrics=False) as out,  # DVCLive writes its metrics
-    ):
+    # Each seed, once trained, is kept until the output holds them all: a stage cut off resumes at its next seed.
+    # Under `accelerate launch` every process trains; the main one alone keeps the seeds and writes the output.
+    finished = FinishedSeeds(checkpoint_path(stage.name, stage.sections, inputs).with_suffix(""))
+    main_process = PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).is_main_process
+    with live_report(stage.report_dir) as live:
         for seed in params.seeds:
+            if finished.get(seed) is not None:
+                if main_process:
+                    print(f"{stage.name}: seed {seed} restored as an interrupted run finished it", file=sys.stderr)
+                continue
             trainer = p.model_copy(update={"seed": p.seed + seed})
             model, _ = load_checkpoint(base_dir)
             seed_live = live / f".seed{seed}"
@@ -77,20 +87,83 @@ def main() -> None:
                 device=params.device,
             )
             fitted = training.fit(model, run, pad)
-            if fitted.model is None:  # not the main process
-                continue
-            save_checkpoint(fitted.model, tokenizer, out.dir / f"seed{seed}", state_dict=fitted.state)
-            summaries[str(seed)], runs[str(seed)] = fitted.summary, fitted.run
-            out.devices["policy"] = placement(fitted.model)
-            (live / "plots").mkdir(parents=True, exist_ok=True)
-            os.replace(seed_live / "plots", live / "plots" / f"seed{seed}")
-            shutil.rmtree(seed_live)
-        training.save(out.dir)
-        config = {"policy": p.model_dump(mode="json"), "seeds": params.seeds, "data": training.data}
-        write_json(out.dir / "training_config.json", config)
-        write_json(live / "metrics.json", {"method": p.method, "data": training.data, "seeds": summaries})
-        out.run["training"] = runs
+            if main_process:
+                finished.keep(seed, fitted, tokenizer, seed_live / "plots")
+                shutil.rmtree(seed_live)
+        if not main_process:
+            return
+        kept = {str(seed): finished.get(seed) for seed in params.seeds}
+        with stage.output(inputs, p.seed, metrics=False) as out:  # DVCLive wrote the curves; the metrics are below
+            for seed, seed_kept in kept.items():
+                shutil.copytree(seed_kept.checkpoint, out.dir / f"seed{seed}")
+                shutil.copytree(seed_kept.plots, live / "plots" / f"seed{seed}")
+                out.devices["policy"] = seed_kept.devices
+            training.save(out.dir)
+            config = {"policy": p.model_dump(mode="json"), "seeds": params.seeds, "data": training.data}
+            write_json(out.dir / "training_config.json", config)
+            summaries = {seed: k.summary for seed, k in kept.items()}
+            runs = out.run["training"] = {seed: k.run for seed, k in kept.items()}
+            write_json(live / "metrics.json", {"method": p.method, "data": training.data, "seeds": summaries})
+    finished.clear()
     print(json.dumps({"data": training.data, "seeds": summaries, "run": runs}, indent=2))
+
+
+CHECKPOINT, PLOTS, RESULT = "checkpoint", "plots", "result.json"
+
+
+@dataclass(frozen=True)
+class FinishedSeed:
+    directory: Path
+    summary: dict  # what the run learnt: the stage's metrics
+    run: dict  # how it ran (batch layout, seconds, tokens a second): the stage's run record
+    devices: dict  # where the trained model was: the manifest's `devices`
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.directory / CHECKPOINT
+
+    @property
+    def plots(self) -> Path:
+        return self.directory / PLOTS
+
+
+class FinishedSeeds:
+    """The seeds a run of the stage has finished, kept outside its output until the output holds them all:
+    on a real model each seed's training takes hours on a CPU, and a stage cut off at its third seed would
+    otherwise train the first two again. The directory is named by everything that decides the training
+    (`checkpoint_path`: the params sections and the inputs' hashes), so a changed configuration never
+    resumes from another's seeds; a seed appears in it only whole."""
+
+    def __init__(self, directory: Path | str):
+        self.directory = Path(directory)
+
+    def get(self, seed: int) -> FinishedSeed | None:
+        """Seed `seed` as an earlier, interrupted run of the same stage finished it; None if it did not."""
+        directory = self.directory / f"seed{seed}"
+        if not (directory / RESULT).is_file():
+            return None
+        return FinishedSeed(directory, **json.loads((directory / RESULT).read_text()))
+
+    def keep(self, seed: int, fitted: Fitted, tokenizer, plots: Path) -> FinishedSeed:
+        """Keep a seed just trained: its checkpoint, its summary and its curves (`plots`, moved). Written
+        beside its place and renamed into it, so a kill leaves the whole seed or none."""
+        directory = self.directory / f"seed{seed}"
+        staging = temporary_path(directory)
+        shutil.rmtree(staging, ignore_errors=True)
+        result = {"summary": fitted.summary, "run": fitted.run, "devices": placement(fitted.model)}
+        try:
+            save_checkpoint(fitted.model, tokenizer, staging / CHECKPOINT, state_dict=fitted.state)
+            shutil.move(plots, staging / PLOTS)
+            write_json(staging / RESULT, result)
+            shutil.rmtree(directory, ignore_errors=True)
+            os.replace(staging, directory)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return FinishedSeed(directory, **result)
+
+    def clear(self) -> None:
+        """Once the stage's output holds every seed."""
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,90 @@
+"""Stage `policy` killed between seeds: the rerun keeps the seeds the killed run finished, trains only the
+rest, and writes what an uninterrupted run writes; in one process and in two under `accelerate launch`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from sweetflow.core.artifacts import content_hash
+from tests.support.project import SMALL_MODEL, make_project, merge, run, tool_env
+
+PARAMS = {
+    "backend": {"tasks": {"n_train": 24, "n_test": 2, "n_val": 1, "seed": 3}, "model": SMALL_MODEL},
+    "training": {"threads": 1},
+    "rollout": {"agent": "half_expert", "samples_per_task": 2},
+    "policies": {"rft": {"epochs": 2, "min_reward": {"backend": 1.0}}},
+    "seeds": [0, 1, 2],
+}
+# Two gloo processes on the CPUs, as tests/integration/test_distributed_training.py launches them.
+TWO_PROCESSES = {"accelerate_config": "configs/accelerate/cpu2.yaml", "processes": 2}
+POLICY = [sys.executable, "-m", "stages.policy", "backend", "rft"]
+OUTPUT = Path("models/backend/policies/rft")
+REPORT = Path("reports/backend/stages/policies/rft")
+KEPT = Path(".sweetflow/checkpoints")
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again(tmp_path, processes):
+    project = make_project(tmp_path / "killed", PARAMS)
+    for stage in ("tasks", "demos", "base_model", "rollout"):
+        run([sys.executable, "-m", f"stages.{stage}", "backend"], project)
+    env = tool_env()
+    if processes == 2:  # the policy stage alone relaunches itself; the stages above ran as one process
+        params = yaml.safe_load((project / "params.yaml").read_text())
+        (project / "params.yaml").write_text(
+            yaml.safe_dump(merge(params, {"training": TWO_PROCESSES}), sort_keys=False)
+        )
+        env["ACCELERATE_USE_CPU"] = "1"
+    clean = tmp_path / "clean"
+    shutil.copytree(project, clean, symlinks=True)
+
+    proc = subprocess.Popen(POLICY, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not _kept(project):
+        time.sleep(0.02)
+    _kill_with_children(proc)
+    assert _kept(project) == ["seed0"], "the kill should land after the first seed, before the second is kept"
+    assert not (project / OUTPUT).exists()  # nothing at the declared output until every seed is in
+
+    resumed = subprocess.run(POLICY, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "policy@backend-rft: seed 0 restored" in resumed.stderr
+    assert "seed 1 restored" not in resumed.stderr and "seed 2 restored" not in resumed.stderr
+    assert not list((project / KEPT).iterdir())  # cleared once the output holds every seed
+
+    subprocess.run(POLICY, cwd=clean, env=env, check=True, capture_output=True, timeout=600)
+    for seed in (0, 1, 2):
+        assert content_hash(project / OUTPUT / f"seed{seed}") == content_hash(clean / OUTPUT / f"seed{seed}")
+    metrics = [json.loads((root / REPORT / "metrics.json").read_text()) for root in (project, clean)]
+    assert metrics[0] == metrics[1] and set(metrics[0]["seeds"]) == {"0", "1", "2"}
+    assert content_hash(project / REPORT / "plots") == content_hash(clean / REPORT / "plots")
+
+
+def _kept(project: Path) -> list[str]:
+    """The seeds kept whole so far (a seed being written is a temporary directory beside them)."""
+    return sorted(p.name for p in (project / KEPT).glob("policy@backend-rft-*/seed*"))
+
+
+def _kill_with_children(proc: subprocess.Popen) -> None:
+    """SIGKILL the stage and every process it started: `accelerate launch`'s workers outlive their launcher."""
+    try:
+        stage = psutil.Process(proc.pid)
+        family = [stage, *stage.children(recursive=True)]
+    except psutil.NoSuchProcess:  # it ended by itself; the assertions after the kill say how
+        return
+    for p in family:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(family, timeout=30)
+    proc.wait()
