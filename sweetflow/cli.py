@@ -278,9 +278,18 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from sweetflow import experiments
 
     command = experiments.run_command(args.file, args.dvc_args, args.params, args.tuned)
+    warn_emulated_bf16(experiments.experiment_params(args.file, args.params))
     # markup=False: `-S train_domains=[frontend]` is not a rich tag.
     console.print(shlex.join(command), highlight=False, markup=False, soft_wrap=True)
     return 0 if args.print else subprocess.run(command).returncode
+
+
+def warn_emulated_bf16(params) -> None:
+    from sweetflow.experiments import emulated_bf16
+
+    warning = emulated_bf16(params)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def parser_record(sub: argparse._SubParsersAction) -> None:
@@ -435,6 +444,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     critics = args.critics is not None
     record = tuning.table_path(args.out, args.domain, critics)  # the table `table` writes, and --resume reads
     if args.action in ("queue", "run"):
+        warn_emulated_bf16(params)
         kind, defined = ("critics", params.critics) if critics else ("policies", params.policies)
         chosen = (args.critics if critics else args.policies) or list(defined)
         unknown = sorted(set(chosen) - set(defined))

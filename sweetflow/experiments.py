@@ -137,3 +137,35 @@ def run_command(
     for table in tuned:
         changes |= tuned_changes(table, base, path)
     return ["dvc", "exp", "run", "-n", Path(path).stem, *set_arguments(changes), *extra]
+
+
+# CPU flags of native bf16 arithmetic; without them torch emulates bf16 through fp32.
+NATIVE_BF16 = ("avx512_bf16", "amx_bf16")
+
+
+def emulated_bf16(params: Params, flags: set[str] | None = None) -> str | None:
+    """A warning when `params` train in bf16 and this CPU (`flags`, default /proc/cpuinfo's) has no bf16
+    instructions: there bf16 is slower than fp32, not faster. Measured on a 2-core Xeon with AVX-512 but
+    neither (CPU family 6, model 106): a SmolLM2 training step 2.2x slower in bf16 than in fp32, where a
+    CPU with AVX-512 BF16 runs it 3.7x faster (docs/real-model.md). None where training goes to a GPU
+    (`device` cuda, or auto with one visible) or the flags can't be read."""
+    if params.training.precision != "bf16" or params.device not in ("auto", "cpu"):
+        return None
+    if flags is None:
+        try:
+            lines = Path("/proc/cpuinfo").read_text().splitlines()
+            flags = {f for line in lines if line.startswith("flags") for f in line.split()}
+        except OSError:  # not Linux
+            return None
+    if not flags or any(f in flags for f in NATIVE_BF16):
+        return None
+    if params.device == "auto":
+        import torch  # only here: the CLI's other paths need none
+
+        if torch.cuda.is_available():  # auto trains on the GPU
+            return None
+    return (
+        "training.precision is bf16, but this CPU has no bf16 instructions (avx512_bf16, amx_bf16): "
+        "torch converts through fp32, and training runs about 2x slower than in fp32 instead of faster "
+        "(docs/real-model.md)"
+    )

@@ -18,7 +18,15 @@ from hypothesis import strategies as st
 
 from sweetflow.cli import main
 from sweetflow.core.errors import InputError
-from sweetflow.experiments import parse_sets, read_overlay, run_command, set_arguments, tuned_changes
+from sweetflow.experiments import (
+    emulated_bf16,
+    experiment_params,
+    parse_sets,
+    read_overlay,
+    run_command,
+    set_arguments,
+    tuned_changes,
+)
 from sweetflow.params import Params
 from sweetflow.tuning import params_key, read_choices
 
@@ -224,6 +232,41 @@ def test_what_follows_the_double_dash_goes_to_dvc_wherever_the_options_are(order
     exp.write_text("rollout: {max_tasks: 7}\n")
     assert main(["experiment", *(a.format(exp=exp) for a in order), "--", "--queue", "report"]) == 0
     assert capsys.readouterr().out.strip() == "dvc exp run -n small -S rollout.max_tasks=7 --queue report"
+
+
+@pytest.mark.parametrize(
+    ("flags", "warned"),
+    [
+        ({"avx2", "avx512f"}, True),
+        ({"avx512f", "avx512_bf16"}, False),
+        ({"avx512f", "amx_bf16"}, False),
+        (set(), False),
+    ],
+)
+def test_bf16_training_on_a_cpu_without_bf16_instructions_is_warned_of(flags, warned):
+    """An empty set: flags that could not be read. On CPU settings (`device: cpu`), so no visible GPU matters."""
+    bf16 = experiment_params(ROOT / "configs/experiments/smollm2.yaml").model_copy(update={"device": "cpu"})
+    assert bf16.training.precision == "bf16"
+    assert (emulated_bf16(bf16, flags) is not None) is warned
+    assert emulated_bf16(bf16.model_copy(update={"device": "cuda"}), flags) is None  # trains on the GPU
+    assert emulated_bf16(Params.model_validate(yaml.safe_load(PARAMS.read_text())), flags) is None  # fp32
+
+
+def test_the_cli_warns_of_emulated_bf16_as_this_machine_has_it():
+    """Whichever CPU runs the suite: the warning on stderr exactly when `emulated_bf16` finds one, and the
+    command on stdout either way."""
+    exp = ROOT / "configs/experiments/smollm2.yaml"
+    shown = subprocess.run(
+        [sys.executable, "-m", "sweetflow.cli", "experiment", str(exp), "--print"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert ("warning: training.precision is bf16" in shown.stderr) is (
+        emulated_bf16(experiment_params(exp)) is not None
+    )
+    assert shown.stdout.startswith("dvc exp run -n smollm2 ")
 
 
 def test_arguments_after_the_double_dash_are_refused_where_nothing_takes_them(capsys):
