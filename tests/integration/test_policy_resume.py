@@ -32,11 +32,19 @@ REPORT = Path("reports/backend/stages/policies/rft")
 KEPT = Path(".sweetflow/checkpoints")
 
 
-@pytest.mark.parametrize("processes", [1, 2])
-def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again(tmp_path, processes):
-    project = make_project(tmp_path / "killed", PARAMS)
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory) -> Path:
+    """A project whose policy stage has its inputs: tasks, demonstrations, the tiny base model, a scripted rollout."""
+    project = make_project(tmp_path_factory.mktemp("upstream") / "project", PARAMS)
     for stage in ("tasks", "demos", "base_model", "rollout"):
         run([sys.executable, "-m", f"stages.{stage}", "backend"], project)
+    return project
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again(upstream, tmp_path, processes):
+    project = tmp_path / "killed"
+    shutil.copytree(upstream, project, symlinks=True)
     env = tool_env()
     if processes == 2:  # the policy stage alone relaunches itself; the stages above ran as one process
         params = yaml.safe_load((project / "params.yaml").read_text())
