@@ -5,9 +5,9 @@ sweetflow/rl/methods/ (`rft`, `mtdpo`, `sweet`), which reads its data and runs i
 
 `python -m stages.policy DOMAIN NAME` reads params `policies.NAME` and `seeds`, and the data its
 method needs. The data are read, and the base model's log-probs of them computed, once for all
-seeds. Resumable by seed: a run cut off keeps the seeds it finished (`FinishedSeeds`)
-and trains only the rest. Writes `models/DOMAIN/policies/NAME/` (`seed<k>/`: a checkpoint per seed; what the method
-keeps beside them, `reference_logps.pt` for the preference methods; `manifest.json`) and
+seeds. Resumable by seed: a run cut off keeps the seeds it finished (`FinishedSeeds`) and trains
+only the rest. Writes `models/DOMAIN/policies/NAME/` (`seed<k>/`: a checkpoint per seed; what the
+method keeps beside them, `reference_logps.pt` for the preference methods; `manifest.json`) and
 `reports/DOMAIN/stages/policies/NAME/` (`metrics.json`: data counts and each seed's training
 summary; `plots/seed<k>/`: DVCLive curves).
 """
