@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from sweetflow.core.artifacts import machine
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import read_yaml
 from sweetflow.core.params import PARAMS_FILE
@@ -144,19 +145,16 @@ NATIVE_BF16 = ("avx512_bf16", "amx_bf16")
 
 
 def emulated_bf16(params: Params, flags: set[str] | None = None) -> str | None:
-    """A warning when `params` train in bf16 and this CPU (`flags`, default /proc/cpuinfo's) has no bf16
-    instructions: there bf16 is slower than fp32, not faster. Measured on a 2-core Xeon with AVX-512 but
-    neither (CPU family 6, model 106): a SmolLM2 training step 2.2x slower in bf16 than in fp32, where a
-    CPU with AVX-512 BF16 runs it 3.7x faster (docs/real-model.md). None where training goes to a GPU
-    (`device` cuda, or auto with one visible) or the flags can't be read."""
+    """A warning when `params` train in bf16 and this CPU (`flags`, default the vector instructions that
+    run records name, `machine()`) has no bf16 instructions: there bf16 is slower than fp32, not faster.
+    Measured on a 2-core Xeon with AVX-512 but neither (CPU family 6, model 106): a SmolLM2 training
+    step 2.2x slower in bf16 than in fp32, where a CPU with AVX-512 BF16 runs it 3.7x faster (docs/real-
+    model.md). None where training goes to a GPU (`device` cuda, or auto with one visible) or the flags
+    can't be read."""
     if params.training.precision != "bf16" or params.device not in ("auto", "cpu"):
         return None
     if flags is None:
-        try:
-            lines = Path("/proc/cpuinfo").read_text().splitlines()
-            flags = {f for line in lines if line.startswith("flags") for f in line.split()}
-        except OSError:  # not Linux
-            return None
+        flags = set(machine()["vector_instructions"])  # what the run records name; none where unreadable
     if not flags or any(f in flags for f in NATIVE_BF16):
         return None
     if params.device == "auto":
