@@ -148,9 +148,9 @@ def emulated_bf16(params: Params, flags: set[str] | None = None) -> str | None:
     """A warning when `params` train in bf16 and this CPU (`flags`, default the vector instructions that
     run records name, `machine()`) has no bf16 instructions: there bf16 is slower than fp32, not faster.
     Measured on a 2-core Xeon with AVX-512 but neither (CPU family 6, model 106): a SmolLM2 training
-    step 2.2x slower in bf16 than in fp32, where a CPU with AVX-512 BF16 runs it 3.7x faster (docs/real-
-    model.md). None where training goes to a GPU (`device` cuda, or auto with one visible) or the flags
-    can't be read."""
+    step 2.2x slower in bf16 than in fp32, where a CPU with AVX-512 BF16 runs it 3.7x faster
+    (docs/real-model.md). None where training goes to a GPU (`device` cuda, or auto with one visible) or
+    the flags can't be read."""
     if params.training.precision != "bf16" or params.device not in ("auto", "cpu"):
         return None
     if flags is None:
