@@ -5,8 +5,9 @@ sweetflow/rl/methods/ (`rft`, `mtdpo`, `sweet`), which reads its data and runs i
 
 `python -m stages.policy DOMAIN NAME` reads params `policies.NAME` and `seeds`, and the data its
 method needs. The data are read, and the base model's log-probs of them computed, once for all
-seeds. Resumable by seed: a run cut off keeps the seeds it finished (`FinishedSeeds`) and trains
-only the rest. Writes `models/DOMAIN/policies/NAME/` (`seed<k>/`: a checkpoint per seed; what the
+seeds. Resumable: a run cut off keeps the seeds it finished (`FinishedSeeds`), the base model's
+log-probs and the state of the seed it was training (saved every `TrainRun.save_every_s`), and trains
+only what is left. Writes `models/DOMAIN/policies/NAME/` (`seed<k>/`: a checkpoint per seed; what the
 method keeps beside them, `reference_logps.pt` for the preference methods; `manifest.json`) and
 `reports/DOMAIN/stages/policies/NAME/` (`metrics.json`: data counts and each seed's training
 summary; `plots/seed<k>/`: DVCLive curves).
@@ -64,11 +65,12 @@ def main() -> None:
     )
     training = methods[p.method].training_data(p, source)
     inputs = [tasks_file, rollout, base_dir, *training.inputs]
-    del base, source  # each seed starts from a fresh copy
-
-    # Each seed, once trained, is kept until the output holds them all: a stage cut off resumes at its next seed.
-    # Under `accelerate launch` every process trains; the main one alone keeps the seeds and writes the output.
+    # Each seed, once trained, is kept until the output holds them all: a stage cut off resumes at its next seed,
+    # or inside the seed it was training. Under `accelerate launch` every process trains; the main one alone keeps
+    # the seeds and writes the output.
     finished = FinishedSeeds(checkpoint_path(stage.name, stage.sections, inputs).with_suffix(""))
+    training.prepare(finished.directory)
+    del base, source  # each seed starts from a fresh copy
     main_process = PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).is_main_process
     with live_report(stage.report_dir) as live:
         for seed in params.seeds:
@@ -85,6 +87,7 @@ def main() -> None:
                 log_dir=seed_live,
                 name=training.run_name(name, seed),
                 device=params.device,
+                resume_dir=finished.training(seed),
             )
             fitted = training.fit(model, run, pad)
             if main_process:
@@ -130,9 +133,10 @@ class FinishedSeed:
 class FinishedSeeds:
     """The seeds a run of the stage has finished, kept outside its output until the output holds them all:
     on a real model each seed's training takes hours on a CPU, and a stage cut off at its third seed would
-    otherwise train the first two again. The directory is named by everything that decides the training
-    (`checkpoint_path`: the params sections and the inputs' hashes), so a changed configuration never
-    resumes from another's seeds; a seed appears in it only whole."""
+    otherwise train the first two again. The seed being trained keeps its state beside them (`training`),
+    and so does the method what all seeds share (`Training.prepare`). The directory is named by everything
+    that decides the training (`checkpoint_path`: the params sections and the inputs' hashes), so a changed
+    configuration never resumes from another's seeds; a seed appears in it only whole."""
 
     def __init__(self, directory: Path | str):
         self.directory = Path(directory)
@@ -143,6 +147,10 @@ class FinishedSeeds:
         if not (directory / RESULT).is_file():
             return None
         return FinishedSeed(directory, **json.loads((directory / RESULT).read_text()))
+
+    def training(self, seed: int) -> Path:
+        """Where seed `seed`'s run keeps its state while it trains."""
+        return self.directory / f"seed{seed}.training"
 
     def keep(self, seed: int, fitted: Fitted, tokenizer, plots: Path) -> FinishedSeed:
         """Keep a seed just trained: its checkpoint, its summary and its curves (`plots`, moved). Written

@@ -41,6 +41,7 @@ from tqdm import tqdm
 from sweetflow.core.artifacts import temporary_path
 from sweetflow.core.params import LoraParams, ParamsError, TrainerParams, TrainingParams
 from sweetflow.rl.batching import LengthGroupedBatches, micro_batches
+from sweetflow.rl.run_state import load_run_state, remove_run_state, save_run_state
 
 LOG_EVERY = 10  # optimiser steps between two points of the training curve
 
@@ -190,6 +191,10 @@ class TrainRun:
     log_dir: Path | str  # DVCLive's directory for the run's curves and summary
     name: str  # the progress bar's and the tracker's name; errors name it
     device: str = "auto"  # params `device`: cpu keeps a GPU machine's training on the CPU
+    # Where the run keeps its state while it trains (sweetflow.rl.run_state), and resumes from when a killed
+    # run is started again; None: kept nowhere. Removed once the run finishes.
+    resume_dir: Path | str | None = None
+    save_every_s: float = 900.0  # seconds between two saves of that state: the most training a kill loses
 
 
 class Objective(ABC):
@@ -312,24 +317,42 @@ def _fit(model, objective: Objective, run: TrainRun) -> Fitted:
             f"{engine.accelerate_config}: gradient_accumulation_steps {accelerator.gradient_accumulation_steps}, but "
             f"batch_size / (training.micro_batch_size x processes) is {layout.accumulation}: remove it from the config"
         )
+    resume_dir = Path(run.resume_dir) if run.resume_dir is not None else None
+    resumed = load_run_state(accelerator, resume_dir, Path(run.log_dir)) if resume_dir else None
     # dvcyaml=None: the stage's metrics and plots are declared in the project's dvc.yaml.
-    dvclive = {"dir": str(run.log_dir), "dvcyaml": None, "save_dvc_exp": False}
+    # dvcyaml=None: the stage's metrics and plots are declared in the project's dvc.yaml. resume: the curves
+    # restored with the state are continued, not cleared.
+    dvclive = {"dir": str(run.log_dir), "dvcyaml": None, "save_dvc_exp": False, "resume": resumed is not None}
     with dvclive_in_its_directory():
         accelerator.init_trackers(run.name, init_kwargs={"dvclive": dvclive})
 
-    # The loop: a learning rate, one optimiser step, a point of the curve every LOG_EVERY steps.
+    # The loop: a learning rate, one optimiser step, a point of the curve every LOG_EVERY steps. A resumed
+    # run draws the batches it already trained on again without training on them, so that the data
+    # order from there on is the uninterrupted run's.
     full, rest = divmod(len(items), per_step)
     total = p.epochs * (full + (rest >= processes))  # a last batch smaller than the processes is left out
     step, tokens, window, epoch_losses = 0, 0, defaultdict(list), []
-    summary = {f"eval_{k}_initial": v for k, v in _evaluate(model, objective, accelerator, 0).items()}
-    final_eval: dict[str, float] = {}
-    started = time.perf_counter()
-    bar = tqdm(total=total, desc=run.name, unit="step", disable=not accelerator.is_local_main_process)
+    if resumed:
+        summary, final_eval, evaluated = resumed["summary"], resumed["final_eval"], resumed["evaluated_epochs"]
+        tokens = resumed["tokens"] if accelerator.is_main_process else 0  # summed over the processes at the end
+        print(f"{run.name}: resuming at step {resumed['step']} of {total} ({resume_dir})", file=sys.stderr)
+    else:
+        summary = {f"eval_{k}_initial": v for k, v in _evaluate(model, objective, accelerator, 0).items()}
+        final_eval, evaluated = {}, 0
+    skip = resumed["step"] if resumed else 0
+    started = time.perf_counter() - (resumed["train_seconds"] if resumed else 0.0)
+    saved = time.perf_counter()
+    bar = tqdm(total=total, initial=skip, desc=run.name, unit="step", disable=not accelerator.is_local_main_process)
     model.train()
     for epoch in range(p.epochs):
         epoch_losses = []
         for batch in loader:
             if len(batch) < processes:
+                continue
+            if step < skip:
+                step += 1
+                if step == skip:  # where the saved run stood
+                    epoch_losses, window = resumed["epoch_losses"], defaultdict(list, resumed["window"])
                 continue
             lr = lr_at(step, total, p.learning_rate, engine)
             for group in optimizer.param_groups:
@@ -349,9 +372,26 @@ def _fit(model, objective: Objective, run: TrainRun) -> Fitted:
                 bar.set_postfix(loss=f"{means['loss']:.3f}", epoch=epoch + 1)
                 window = defaultdict(list)
             bar.update()
-        final_eval = _evaluate(model, objective, accelerator, step)
+            if resume_dir and step < total and _due(time.perf_counter() - saved >= run.save_every_s, accelerator):
+                progress = {
+                    "step": step,
+                    "tokens": int(accelerator.reduce(torch.tensor(tokens, device=accelerator.device), "sum")),
+                    "window": window,
+                    "epoch_losses": epoch_losses,
+                    "summary": summary,
+                    "final_eval": final_eval,
+                    "evaluated_epochs": evaluated,
+                    "train_seconds": time.perf_counter() - started,
+                }
+                save_run_state(accelerator, resume_dir, progress, Path(run.log_dir))
+                saved = time.perf_counter()
+        if epoch >= evaluated:  # not evaluated before the saved step
+            final_eval = _evaluate(model, objective, accelerator, step)
+            evaluated = epoch + 1
     bar.close()
     elapsed = time.perf_counter() - started
+    if resume_dir:
+        remove_run_state(accelerator, resume_dir)
 
     # What the run learnt and how fast.
     tokens = int(accelerator.reduce(torch.tensor(tokens, device=accelerator.device), "sum"))
@@ -383,6 +423,14 @@ def _fit(model, objective: Objective, run: TrainRun) -> Fitted:
         model.activation_checkpointing_disable()
         model.config.use_cache = True  # the saved checkpoint is for generation
     return Fitted(model.eval(), state, summary, facts)
+
+
+def _due(due: bool, accelerator: Accelerator) -> bool:
+    """Whether the run saves its state now: when any process's clock says so, so that every process
+    takes part in the save's collectives at the same step."""
+    if accelerator.num_processes == 1:
+        return due
+    return bool(accelerator.reduce(torch.tensor(int(due), device=accelerator.device), "max"))
 
 
 def _train_step(

@@ -7,7 +7,9 @@ Training methods: one module each)."""
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,9 +19,10 @@ from types import ModuleType
 import polars as pl
 import torch
 
+from sweetflow.core.artifacts import temporary_path
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import PolicyParams, TrainingParams
-from sweetflow.rl.logprobs import reference_segment_logps
+from sweetflow.rl.logprobs import SegmentLogps, reference_segment_logps
 from sweetflow.rl.loop import Fitted, TrainRun, forward_batch_size
 from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.preference import ScoredPairs, train_preference
@@ -27,6 +30,7 @@ from sweetflow.rl.sequences import PairData
 from sweetflow.rl.sft import Example, train_sft
 
 METHODS_PACKAGE = "sweetflow.rl.methods"
+REFERENCE = "reference_logps.pt"
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,10 @@ class Training(ABC):
     def fit(self, model, run: TrainRun, pad_id: int) -> Fitted:
         """Train `model` for one seed's run."""
 
+    def prepare(self, keep: Path) -> None:
+        """Compute what every seed's run shares (nothing, unless the method says so), kept in directory `keep`
+        so that a stage started again after a kill reads it there instead of computing it again."""
+
     def save(self, out: Path) -> None:
         """Write what the method keeps beside the checkpoints (nothing, unless it says so)."""
 
@@ -81,7 +89,7 @@ class SftTraining(Training):
 
 class PreferenceTraining(Training):
     """The preference loss (sweetflow.rl.loss) on pairs of segmented sequences, against the base
-    model's log-probs of them, computed once for every seed and kept as reference_logps.pt."""
+    model's log-probs of them, computed once for every seed (`prepare`) and kept as reference_logps.pt."""
 
     def __init__(self, p: PolicyParams, source: Source, inputs: list[str], pair_data: PairData, dropped: int):
         if not pair_data.pairs:
@@ -94,12 +102,24 @@ class PreferenceTraining(Training):
             "train_tokens_per_epoch": pair_data.tokens(),
         }
         super().__init__(inputs, data)
-        batch = forward_batch_size(p, source.engine)
-        self.pairs = ScoredPairs(
-            pair_data,
-            reference_segment_logps(source.base, pair_data.sequences, batch, source.pad_id, desc="reference log-probs"),
-        )
-        self.p = p
+        self.p, self.source, self.pair_data = p, source, pair_data
+        self.pairs: ScoredPairs | None = None  # with the reference's log-probs, once prepared
+
+    def prepare(self, keep: Path) -> None:
+        cached = keep / REFERENCE
+        if cached.is_file():
+            kept = torch.load(cached)
+            ref = SegmentLogps(kept["sums"], kept["counts"])
+            print(f"reference log-probs: read from {cached}, as an interrupted run computed them", file=sys.stderr)
+        else:
+            batch = forward_batch_size(self.p, self.source.engine)
+            sequences, base, pad_id = self.pair_data.sequences, self.source.base, self.source.pad_id
+            ref = reference_segment_logps(base, sequences, batch, pad_id, desc="reference log-probs")
+            keep.mkdir(parents=True, exist_ok=True)
+            staging = temporary_path(cached)
+            torch.save({"sums": ref.sums, "counts": ref.counts}, staging)
+            os.replace(staging, cached)
+        self.pairs, self.source = ScoredPairs(self.pair_data, ref), None  # the base model is no longer needed
 
     def run_name(self, policy: str, seed: int) -> str:
         return f"{policy} seed {seed}"
@@ -109,7 +129,7 @@ class PreferenceTraining(Training):
         return train_preference(model, self.pairs, loss, run=run, pad_id=pad_id)
 
     def save(self, out: Path) -> None:
-        torch.save({"sums": self.pairs.ref.sums, "counts": self.pairs.ref.counts}, out / "reference_logps.pt")
+        torch.save({"sums": self.pairs.ref.sums, "counts": self.pairs.ref.counts}, out / REFERENCE)
 
 
 def load_methods() -> dict[str, ModuleType]:

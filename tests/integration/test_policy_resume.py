@@ -1,5 +1,6 @@
-"""Stage `policy` killed between seeds: the rerun keeps the seeds the killed run finished, trains only the
-rest, and writes what an uninterrupted run writes; in one process and in two under `accelerate launch`."""
+"""Stage `policy` killed between seeds: the rerun keeps the seeds the killed run finished (and a preference
+method's reference log-probs), trains only the rest, and writes what an uninterrupted run writes; in one
+process and in two under `accelerate launch`. A kill inside a seed's training: tests/unit/rl/test_run_state.py."""
 
 from __future__ import annotations
 
@@ -21,14 +22,11 @@ PARAMS = {
     "backend": {"tasks": {"n_train": 24, "n_test": 2, "n_val": 1, "seed": 3}, "model": SMALL_MODEL},
     "training": {"threads": 1},
     "rollout": {"agent": "half_expert", "samples_per_task": 2},
-    "policies": {"rft": {"epochs": 2, "min_reward": {"backend": 1.0}}},
+    "policies": {"rft": {"epochs": 2, "min_reward": {"backend": 1.0}}, "mtdpo": {"epochs": 1}},
     "seeds": [0, 1, 2],
 }
 # Two gloo processes on the CPUs, as tests/integration/test_distributed_training.py launches them.
 TWO_PROCESSES = {"accelerate_config": "configs/accelerate/cpu2.yaml", "processes": 2}
-POLICY = [sys.executable, "-m", "stages.policy", "backend", "rft"]
-OUTPUT = Path("models/backend/policies/rft")
-REPORT = Path("reports/backend/stages/policies/rft")
 KEPT = Path(".sweetflow/checkpoints")
 
 
@@ -36,13 +34,15 @@ KEPT = Path(".sweetflow/checkpoints")
 def upstream(tmp_path_factory) -> Path:
     """A project whose policy stage has its inputs: tasks, demonstrations, the tiny base model, a scripted rollout."""
     project = make_project(tmp_path_factory.mktemp("upstream") / "project", PARAMS)
-    for stage in ("tasks", "demos", "base_model", "rollout"):
+    for stage in ("tasks", "demos", "base_model", "rollout", "trajectory_pairs"):
         run([sys.executable, "-m", f"stages.{stage}", "backend"], project)
     return project
 
 
-@pytest.mark.parametrize("processes", [1, 2])
-def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again(upstream, tmp_path, processes):
+@pytest.mark.parametrize(("method", "processes"), [("rft", 1), ("rft", 2), ("mtdpo", 1)])
+def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again(upstream, tmp_path, method, processes):
+    policy = [sys.executable, "-m", "stages.policy", "backend", method]
+    output, report = Path(f"models/backend/policies/{method}"), Path(f"reports/backend/stages/policies/{method}")
     project = tmp_path / "killed"
     shutil.copytree(upstream, project, symlinks=True)
     env = tool_env()
@@ -55,31 +55,33 @@ def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again
     clean = tmp_path / "clean"
     shutil.copytree(project, clean, symlinks=True)
 
-    proc = subprocess.Popen(POLICY, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(policy, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None and not _kept(project):
+    while time.monotonic() < deadline and proc.poll() is None and not _kept(project, method):
         time.sleep(0.02)
     _kill_with_children(proc)
-    assert _kept(project) == ["seed0"], "the kill should land after the first seed, before the second is kept"
-    assert not (project / OUTPUT).exists()  # nothing at the declared output until every seed is in
+    assert _kept(project, method) == ["seed0"], "the kill should land after the first seed, before the second is kept"
+    assert not (project / output).exists()  # nothing at the declared output until every seed is in
 
-    resumed = subprocess.run(POLICY, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(policy, cwd=project, env=env, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
-    assert "policy@backend-rft: seed 0 restored" in resumed.stderr
+    assert f"policy@backend-{method}: seed 0 restored" in resumed.stderr
+    assert ("reference log-probs: read from" in resumed.stderr) == (method == "mtdpo")
     assert "seed 1 restored" not in resumed.stderr and "seed 2 restored" not in resumed.stderr
     assert not list((project / KEPT).iterdir())  # cleared once the output holds every seed
 
-    subprocess.run(POLICY, cwd=clean, env=env, check=True, capture_output=True, timeout=600)
-    for seed in (0, 1, 2):
-        assert content_hash(project / OUTPUT / f"seed{seed}") == content_hash(clean / OUTPUT / f"seed{seed}")
-    metrics = [json.loads((root / REPORT / "metrics.json").read_text()) for root in (project, clean)]
+    subprocess.run(policy, cwd=clean, env=env, check=True, capture_output=True, timeout=600)
+    kept = [f"seed{seed}" for seed in (0, 1, 2)] + (["reference_logps.pt"] if method == "mtdpo" else [])
+    for name in kept:
+        assert content_hash(project / output / name) == content_hash(clean / output / name)
+    metrics = [json.loads((root / report / "metrics.json").read_text()) for root in (project, clean)]
     assert metrics[0] == metrics[1] and set(metrics[0]["seeds"]) == {"0", "1", "2"}
-    assert content_hash(project / REPORT / "plots") == content_hash(clean / REPORT / "plots")
+    assert content_hash(project / report / "plots") == content_hash(clean / report / "plots")
 
 
-def _kept(project: Path) -> list[str]:
-    """The seeds kept whole so far (a seed being written is a temporary directory beside them)."""
-    return sorted(p.name for p in (project / KEPT).glob("policy@backend-rft-*/seed*"))
+def _kept(project: Path, method: str) -> list[str]:
+    """The seeds kept whole so far (not a seed being written, or the state of one being trained)."""
+    return sorted(p.parent.name for p in (project / KEPT).glob(f"policy@backend-{method}-*/seed*/result.json"))
 
 
 def _kill_with_children(proc: subprocess.Popen) -> None:
