@@ -14,6 +14,9 @@ measure `eval/rewards/accuracies` (how often the critic prefers the better traje
 the critic drifted as a language model: its NLL of their turns before and after, and the mean
 per-token KL divergence from its reference there (`heldout_kl_to_reference`, `sweetflow.rl.drift`).
 
+Resumable: a run cut off keeps the warmed-up model once warm-up ends and each training's state (saved every
+`TrainRun.save_every_s`) under `.sweetflow/checkpoints/`, and trains only what is left.
+
 Writes `models/DOMAIN/critics/NAME/` (the checkpoint; `reference/`, the warmed-up reference, with
 warm-up only; `reference_logps.pt`, the reference's per-turn log-probs of the training sequences,
 computed once; `training_config.json`; `manifest.json`) and `reports/DOMAIN/stages/critics/NAME/`
@@ -23,16 +26,18 @@ computed once; `training_config.json`; `manifest.json`) and `reports/DOMAIN/stag
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import tempfile
+import sys
 from functools import partial
-from pathlib import Path
 
 import polars as pl
 import torch
+from accelerate import PartialState
+from accelerate.utils import parse_flag_from_env
 
 from stages._common import begin
-from sweetflow.core.artifacts import write_json
+from sweetflow.core.artifacts import checkpoint_path, temporary_path, write_json
 from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.params import CriticParams, TrainingParams
 from sweetflow.core.tables import PAIRS, TRAJECTORIES, read_tasks, task_file
@@ -62,25 +67,44 @@ def main() -> None:
     device = resolve_device(stage.params.device)
     model, tokenizer = load_checkpoint(base, device)  # where the reference passes run; training moves it anyway
     pad = pad_id(tokenizer)
+    inputs = [tasks_file, rollout, pairs_file, base]
+    # What a run cut off keeps: named by everything that decides the training, so no other configuration reads it.
+    kept = checkpoint_path(stage.name, stage.sections, inputs).with_suffix("")
     held = split_by_task([{"task_id": t} for t in pairs["task_id"].unique().sort()], p.holdout_share, p.seed)
     is_held = pl.col("task_id").is_in(held)
 
     # Warm-up: learn to read the critic's view first; the held-out tasks stay unseen, as for the pairs.
     # The warmed model is the critic's reference: kept, so that the ranking subtracts the same model.
-    warmup, kept_reference = {}, tempfile.TemporaryDirectory()
-    if p.warmup_epochs:
-        kept = trajectories.filter(~is_held)
-        chats = successful_chats(tasks, kept, p.warmup_min_reward, p.training_info)
+    warmup, warmed = {}, kept / "warmup"
+    if p.warmup_epochs and (warmed / "result.json").is_file():
+        print(f"{stage.name}: the warm-up restored as an interrupted run finished it ({warmed})", file=sys.stderr)
+        if not PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).is_main_process:
+            return
+        model, _ = load_checkpoint(warmed / REFERENCE_DIR, device)
+        warmup = json.loads((warmed / "result.json").read_text())
+    elif p.warmup_epochs:
+        chats = successful_chats(tasks, trajectories.filter(~is_held), p.warmup_min_reward, p.training_info)
         examples, _ = encode_chats(tokenizer, chats, context_length(tokenizer, model.config))
-        with tempfile.TemporaryDirectory() as log_dir:  # its summary goes into the critic's metrics
-            trainer = p.model_copy(update={"epochs": p.warmup_epochs, "learning_rate": p.warmup_learning_rate})
-            run = TrainRun(trainer=trainer, engine=engine, log_dir=log_dir, name="sft", device=stage.params.device)
-            fitted = train_sft(model, examples, [], run=run, pad_id=pad)
+        log_dir = kept / "warmup.log"  # its summary goes into the critic's metrics
+        trainer = p.model_copy(update={"epochs": p.warmup_epochs, "learning_rate": p.warmup_learning_rate})
+        run = TrainRun(
+            trainer=trainer,
+            engine=engine,
+            log_dir=log_dir,
+            name="sft",
+            device=stage.params.device,
+            resume_dir=kept / "warmup.training",
+        )
+        fitted = train_sft(model, examples, [], run=run, pad_id=pad)
         if fitted.model is None:  # not the main process
             return
         model = fitted.model
-        save_checkpoint(model, tokenizer, Path(kept_reference.name) / REFERENCE_DIR, state_dict=fitted.state)
         warmup = {"warmup_dialogues": len(examples), "warmup_loss_last_epoch": fitted.summary["train_loss_last_epoch"]}
+        staging = temporary_path(warmed)
+        save_checkpoint(model, tokenizer, staging / REFERENCE_DIR, state_dict=fitted.state)
+        write_json(staging / "result.json", warmup)
+        os.replace(staging, warmed)
+        shutil.rmtree(log_dir)
 
     # Pairs in the critic's view, with the start model's log-probs as the reference.
     read = partial(
@@ -114,22 +138,28 @@ def main() -> None:
     # Training, then the checkpoint, the reference log-probs and the metrics.
     loss = PreferenceLoss(p.beta, p.length_normalize, p.nll_coef, p.nll_span, p.nll_mean)
     with live_report(stage.report_dir) as live:
-        run = TrainRun(trainer=p, engine=engine, log_dir=live, name=f"critic {name}", device=stage.params.device)
+        run = TrainRun(
+            trainer=p,
+            engine=engine,
+            log_dir=live,
+            name=f"critic {name}",
+            device=stage.params.device,
+            resume_dir=kept / "critic.training",
+        )
         fitted = train_preference(model, train, loss, run=run, pad_id=pad, holdout=holdout)
         if fitted.model is None:  # not the main process
             return
-        inputs = [tasks_file, rollout, pairs_file, base]
         with stage.output(inputs, p.seed, metrics=False) as out:  # DVCLive writes its metrics
             save_checkpoint(fitted.model, tokenizer, out.dir, state_dict=fitted.state)
             if p.warmup_epochs:
-                shutil.move(Path(kept_reference.name) / REFERENCE_DIR, out.dir / REFERENCE_DIR)
+                shutil.copytree(warmed / REFERENCE_DIR, out.dir / REFERENCE_DIR)
             reference = {"keys": keys, "sums": train.ref.sums, "counts": train.ref.counts}
             torch.save(reference, out.dir / "reference_logps.pt")
             config = {"critic": p.model_dump(mode="json"), "data": data, "training": fitted.summary}
             write_json(out.dir / "training_config.json", config)
             out.run["training"] = fitted.run
             out.devices["critic"] = placement(fitted.model)
-        kept_reference.cleanup()
+        shutil.rmtree(kept, ignore_errors=True)
         metrics = json.loads((live / "metrics.json").read_text())
         accuracy = fitted.summary.get("eval_rewards/accuracies_final")  # DVCLive nests it under its slash
         drift = heldout_drift(stage.out, base, holdout, p, engine, pad, device)

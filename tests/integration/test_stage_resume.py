@@ -1,6 +1,7 @@
 """Stage `policy` killed between seeds: the rerun keeps the seeds the killed run finished (and a preference
 method's reference log-probs), trains only the rest, and writes what an uninterrupted run writes; in one
-process and in two under `accelerate launch`. A kill inside a seed's training: tests/unit/rl/test_run_state.py."""
+process and in two under `accelerate launch`. Stage `critic` killed after its warm-up: the rerun trains only
+the critic. A kill inside a seed's training: tests/unit/rl/test_run_state.py."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ PARAMS = {
     "training": {"threads": 1},
     "rollout": {"agent": "half_expert", "samples_per_task": 2},
     "policies": {"rft": {"epochs": 2, "min_reward": {"backend": 1.0}}, "mtdpo": {"epochs": 1}},
+    "critics": {"with_info": {"warmup_epochs": 1}},
     "seeds": [0, 1, 2],
 }
 # Two gloo processes on the CPUs, as tests/integration/test_distributed_training.py launches them.
@@ -77,6 +79,32 @@ def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again
     metrics = [json.loads((root / report / "metrics.json").read_text()) for root in (project, clean)]
     assert metrics[0] == metrics[1] and set(metrics[0]["seeds"]) == {"0", "1", "2"}
     assert content_hash(project / report / "plots") == content_hash(clean / report / "plots")
+
+
+def test_a_critic_stage_killed_after_its_warm_up_trains_only_the_critic_again(upstream, tmp_path):
+    project, clean = tmp_path / "killed", tmp_path / "clean"
+    shutil.copytree(upstream, project, symlinks=True)
+    shutil.copytree(upstream, clean, symlinks=True)
+    critic, env = [sys.executable, "-m", "stages.critic", "backend", "with_info"], tool_env()
+    output, report = Path("models/backend/critics/with_info"), Path("reports/backend/stages/critics/with_info")
+
+    proc = subprocess.Popen(critic, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    warmed = lambda: list((project / KEPT).glob("critic@backend-with_info-*/warmup/result.json"))  # noqa: E731
+    while time.monotonic() < deadline and proc.poll() is None and not warmed():
+        time.sleep(0.02)
+    _kill_with_children(proc)
+    assert warmed() and not (project / output).exists(), "the kill should land after the warm-up, before the output"
+
+    resumed = subprocess.run(critic, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "critic@backend-with_info: the warm-up restored" in resumed.stderr
+    assert not list((project / KEPT).glob("critic@*"))  # cleared once the output is written
+
+    subprocess.run(critic, cwd=clean, env=env, check=True, capture_output=True, timeout=600)
+    assert content_hash(project / output) == content_hash(clean / output)
+    metrics = [json.loads((root / report / "metrics.json").read_text()) for root in (project, clean)]
+    assert metrics[0] == metrics[1] and metrics[0]["warmup_dialogues"] > 0
 
 
 def _kept(project: Path, method: str) -> list[str]:
