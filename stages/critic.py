@@ -30,11 +30,10 @@ import os
 import shutil
 import sys
 from functools import partial
+from pathlib import Path
 
 import polars as pl
 import torch
-from accelerate import PartialState
-from accelerate.utils import parse_flag_from_env
 
 from stages._common import begin
 from sweetflow.core.artifacts import checkpoint_path, temporary_path, write_json
@@ -44,7 +43,7 @@ from sweetflow.core.tables import PAIRS, TRAJECTORIES, read_tasks, task_file
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device, save_checkpoint
 from sweetflow.rl.drift import mean_token_kl
 from sweetflow.rl.logprobs import reference_segment_logps
-from sweetflow.rl.loop import TrainRun, forward_batch_size, launch, live_report
+from sweetflow.rl.loop import TrainRun, forward_batch_size, launch, live_report, process_state
 from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.ranking import REFERENCE_DIR, critic_reference
@@ -74,37 +73,18 @@ def main() -> None:
     is_held = pl.col("task_id").is_in(held)
 
     # Warm-up: learn to read the critic's view first; the held-out tasks stay unseen, as for the pairs.
-    # The warmed model is the critic's reference: kept, so that the ranking subtracts the same model.
+    # The warmed model is the critic's reference: kept, so that the ranking subtracts the same model. Every
+    # process trains the critic from the kept copy (the main one alone holds the trained model).
     warmup, warmed = {}, kept / "warmup"
-    if p.warmup_epochs and (warmed / "result.json").is_file():
-        print(f"{stage.name}: the warm-up restored as an interrupted run finished it ({warmed})", file=sys.stderr)
-        if not PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).is_main_process:
-            return
+    if p.warmup_epochs:
+        if not (warmed / "result.json").is_file():
+            chats = successful_chats(tasks, trajectories.filter(~is_held), p.warmup_min_reward, p.training_info)
+            warm_up(model, tokenizer, chats, p, engine, stage.params.device, warmed, kept)
+        elif process_state().is_main_process:
+            print(f"{stage.name}: the warm-up restored as an interrupted run finished it ({warmed})", file=sys.stderr)
+        process_state().wait_for_everyone()
         model, _ = load_checkpoint(warmed / REFERENCE_DIR, device)
         warmup = json.loads((warmed / "result.json").read_text())
-    elif p.warmup_epochs:
-        chats = successful_chats(tasks, trajectories.filter(~is_held), p.warmup_min_reward, p.training_info)
-        examples, _ = encode_chats(tokenizer, chats, context_length(tokenizer, model.config))
-        log_dir = kept / "warmup.log"  # its summary goes into the critic's metrics
-        trainer = p.model_copy(update={"epochs": p.warmup_epochs, "learning_rate": p.warmup_learning_rate})
-        run = TrainRun(
-            trainer=trainer,
-            engine=engine,
-            log_dir=log_dir,
-            name="sft",
-            device=stage.params.device,
-            resume_dir=kept / "warmup.training",
-        )
-        fitted = train_sft(model, examples, [], run=run, pad_id=pad)
-        if fitted.model is None:  # not the main process
-            return
-        model = fitted.model
-        warmup = {"warmup_dialogues": len(examples), "warmup_loss_last_epoch": fitted.summary["train_loss_last_epoch"]}
-        staging = temporary_path(warmed)
-        save_checkpoint(model, tokenizer, staging / REFERENCE_DIR, state_dict=fitted.state)
-        write_json(staging / "result.json", warmup)
-        os.replace(staging, warmed)
-        shutil.rmtree(log_dir)
 
     # Pairs in the critic's view, with the start model's log-probs as the reference.
     read = partial(
@@ -165,6 +145,26 @@ def main() -> None:
         drift = heldout_drift(stage.out, base, holdout, p, engine, pad, device)
         write_json(live / "metrics.json", {**metrics, **data, "heldout_accuracy": accuracy, **drift})
     print(json.dumps({"data": data, "training": {**fitted.summary, **fitted.run}}, indent=2))
+
+
+def warm_up(model, tokenizer, chats: list, p: CriticParams, engine: TrainingParams, device, warmed: Path, kept: Path):
+    """Fine-tune `model` on `chats` for `p.warmup_epochs`; the main process keeps it in `warmed` (its checkpoint
+    and what the critic's metrics report of it), written beside and renamed in."""
+    examples, _ = encode_chats(tokenizer, chats, context_length(tokenizer, model.config))
+    log_dir = kept / "warmup.log"  # its summary goes into the critic's metrics
+    trainer = p.model_copy(update={"epochs": p.warmup_epochs, "learning_rate": p.warmup_learning_rate})
+    run = TrainRun(
+        trainer=trainer, engine=engine, log_dir=log_dir, name="sft", device=device, resume_dir=kept / "warmup.training"
+    )
+    fitted = train_sft(model, examples, [], run=run, pad_id=pad_id(tokenizer))
+    if fitted.model is None:  # not the main process
+        return
+    staging = temporary_path(warmed)
+    save_checkpoint(fitted.model, tokenizer, staging / REFERENCE_DIR, state_dict=fitted.state)
+    result = {"warmup_dialogues": len(examples), "warmup_loss_last_epoch": fitted.summary["train_loss_last_epoch"]}
+    write_json(staging / "result.json", result)
+    os.replace(staging, warmed)
+    shutil.rmtree(log_dir)
 
 
 def heldout_drift(

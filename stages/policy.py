@@ -23,15 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-from accelerate import PartialState
-from accelerate.utils import parse_flag_from_env
 
 from stages._common import begin
 from sweetflow.core.artifacts import checkpoint_path, temporary_path, write_json
 from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.tables import TRAJECTORIES, read_tasks, task_file
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device, save_checkpoint
-from sweetflow.rl.loop import Fitted, TrainRun, launch, live_report
+from sweetflow.rl.loop import Fitted, TrainRun, launch, live_report, process_state
 from sweetflow.rl.policy_methods import Source, load_methods
 from sweetflow.rl.sequences import context_length
 
@@ -71,7 +69,7 @@ def main() -> None:
     finished = FinishedSeeds(checkpoint_path(stage.name, stage.sections, inputs).with_suffix(""))
     training.prepare(finished.directory)
     del base, source  # each seed starts from a fresh copy
-    main_process = PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).is_main_process
+    main_process = process_state().is_main_process
     with live_report(stage.report_dir) as live:
         for seed in params.seeds:
             if finished.get(seed) is not None:

@@ -129,10 +129,15 @@ def with_lora(model, lora: LoraParams):
     return get_peft_model(model, config)
 
 
+def process_state() -> PartialState:
+    """This process among those training together, as the Accelerator will see them (ACCELERATE_USE_CPU:
+    processes on CPUs, talking through gloo): their count, whether this one is the main one, a barrier."""
+    return PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU"))
+
+
 def process_count() -> int:
-    """Processes training together, as the Accelerator will count them (ACCELERATE_USE_CPU: processes
-    on CPUs, talking through gloo)."""
-    return PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).num_processes
+    """Processes training together."""
+    return process_state().num_processes
 
 
 def forward_batch_size(p: TrainerParams, engine: TrainingParams) -> int:
@@ -319,7 +324,6 @@ def _fit(model, objective: Objective, run: TrainRun) -> Fitted:
         )
     resume_dir = Path(run.resume_dir) if run.resume_dir is not None else None
     resumed = load_run_state(accelerator, resume_dir, Path(run.log_dir)) if resume_dir else None
-    # dvcyaml=None: the stage's metrics and plots are declared in the project's dvc.yaml.
     # dvcyaml=None: the stage's metrics and plots are declared in the project's dvc.yaml. resume: the curves
     # restored with the state are continued, not cleared.
     dvclive = {"dir": str(run.log_dir), "dvcyaml": None, "save_dvc_exp": False, "resume": resumed is not None}

@@ -1,7 +1,7 @@
 """Stage `policy` killed between seeds: the rerun keeps the seeds the killed run finished (and a preference
 method's reference log-probs), trains only the rest, and writes what an uninterrupted run writes; in one
 process and in two under `accelerate launch`. Stage `critic` killed after its warm-up: the rerun trains only
-the critic. A kill inside a seed's training: tests/unit/rl/test_run_state.py."""
+the critic (likewise in one process and in two). A kill inside a seed's training: tests/unit/rl/test_run_state.py."""
 
 from __future__ import annotations
 
@@ -49,10 +49,7 @@ def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again
     shutil.copytree(upstream, project, symlinks=True)
     env = tool_env()
     if processes == 2:  # the policy stage alone relaunches itself; the stages above ran as one process
-        params = yaml.safe_load((project / "params.yaml").read_text())
-        (project / "params.yaml").write_text(
-            yaml.safe_dump(merge(params, {"training": TWO_PROCESSES}), sort_keys=False)
-        )
+        _train_in(project, TWO_PROCESSES)
         env["ACCELERATE_USE_CPU"] = "1"
     clean = tmp_path / "clean"
     shutil.copytree(project, clean, symlinks=True)
@@ -81,11 +78,16 @@ def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again
     assert content_hash(project / report / "plots") == content_hash(clean / report / "plots")
 
 
-def test_a_critic_stage_killed_after_its_warm_up_trains_only_the_critic_again(upstream, tmp_path):
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_critic_stage_killed_after_its_warm_up_trains_only_the_critic_again(upstream, tmp_path, processes):
     project, clean = tmp_path / "killed", tmp_path / "clean"
     shutil.copytree(upstream, project, symlinks=True)
-    shutil.copytree(upstream, clean, symlinks=True)
-    critic, env = [sys.executable, "-m", "stages.critic", "backend", "with_info"], tool_env()
+    env = tool_env()
+    if processes == 2:  # every process warms up, then every process trains the critic from the warmed model
+        _train_in(project, TWO_PROCESSES)
+        env["ACCELERATE_USE_CPU"] = "1"
+    shutil.copytree(project, clean, symlinks=True)
+    critic = [sys.executable, "-m", "stages.critic", "backend", "with_info"]
     output, report = Path("models/backend/critics/with_info"), Path("reports/backend/stages/critics/with_info")
 
     proc = subprocess.Popen(critic, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -105,6 +107,12 @@ def test_a_critic_stage_killed_after_its_warm_up_trains_only_the_critic_again(up
     assert content_hash(project / output) == content_hash(clean / output)
     metrics = [json.loads((root / report / "metrics.json").read_text()) for root in (project, clean)]
     assert metrics[0] == metrics[1] and metrics[0]["warmup_dialogues"] > 0
+
+
+def _train_in(project: Path, training: dict) -> None:
+    """Change the project's `training` params (the stages run next read them)."""
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    (project / "params.yaml").write_text(yaml.safe_dump(merge(params, {"training": training}), sort_keys=False))
 
 
 def _kept(project: Path, method: str) -> list[str]:
