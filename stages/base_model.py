@@ -22,6 +22,9 @@
   `model.learning_rate` and `batch_size` and the engine of `training` (LoRA adapters merged into the saved
   weights, bf16), when a model of its own does not ask for what it needs to know.
 
+Resumable: a training cut off keeps its state (saved every `TrainRun.save_every_s`) under
+`.sweetflow/checkpoints/` and goes on from there.
+
 Writes `models/DOMAIN/base/` (the checkpoint, `training_config.json` — the params, data counts and
 training summary that produced it — and `manifest.json`) and `reports/DOMAIN/stages/base_model/`
 (DVCLive: `metrics.json`, `plots/metrics/{train,eval}/*.tsv`).
@@ -40,7 +43,7 @@ from pathlib import Path
 import polars as pl
 
 from stages._common import Stage, begin
-from sweetflow.core.artifacts import write_json
+from sweetflow.core.artifacts import checkpoint_path, write_json
 from sweetflow.core.errors import run_stage
 from sweetflow.core.params import ModelParams, TrainingParams
 from sweetflow.core.tables import TRAJECTORIES, read_tasks, task_file, turn_limit
@@ -148,7 +151,11 @@ def warm_start(
         "parameters": sum(q.numel() for q in model.parameters()),
     }
     with live_report(stage.report_dir) as live_dir:
-        run = TrainRun(trainer=p, engine=engine, log_dir=live_dir, name="sft", device=stage.params.device)
+        # A run cut off resumes from its last saved state (kept under a name for everything that decides it).
+        kept = checkpoint_path(stage.name, stage.sections, inputs).with_suffix(".training")
+        run = TrainRun(
+            trainer=p, engine=engine, log_dir=live_dir, name="sft", device=stage.params.device, resume_dir=kept
+        )
         fitted = train_sft(model, train, holdout, run=run, pad_id=pad_id(tokenizer))
         if fitted.model is None:  # not the main process: it only took part in training
             return

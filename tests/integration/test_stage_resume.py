@@ -1,7 +1,8 @@
 """Stage `policy` killed between seeds: the rerun keeps the seeds the killed run finished (and a preference
 method's reference log-probs), trains only the rest, and writes what an uninterrupted run writes; in one
 process and in two under `accelerate launch`. Stage `critic` killed after its warm-up: the rerun trains only
-the critic (likewise in one process and in two). A kill inside a seed's training: tests/unit/rl/test_run_state.py."""
+the critic (likewise in one process and in two). Stage `base_model` killed inside its training: the rerun goes on
+from its last saved state. How a training resumes: tests/unit/rl/test_run_state.py."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again
     shutil.copytree(upstream, project, symlinks=True)
     env = tool_env()
     if processes == 2:  # the policy stage alone relaunches itself; the stages above ran as one process
-        _train_in(project, TWO_PROCESSES)
+        _set_params(project, {"training": TWO_PROCESSES})
         env["ACCELERATE_USE_CPU"] = "1"
     clean = tmp_path / "clean"
     shutil.copytree(project, clean, symlinks=True)
@@ -84,7 +85,7 @@ def test_a_critic_stage_killed_after_its_warm_up_trains_only_the_critic_again(up
     shutil.copytree(upstream, project, symlinks=True)
     env = tool_env()
     if processes == 2:  # every process warms up, then every process trains the critic from the warmed model
-        _train_in(project, TWO_PROCESSES)
+        _set_params(project, {"training": TWO_PROCESSES})
         env["ACCELERATE_USE_CPU"] = "1"
     shutil.copytree(project, clean, symlinks=True)
     critic = [sys.executable, "-m", "stages.critic", "backend", "with_info"]
@@ -109,10 +110,53 @@ def test_a_critic_stage_killed_after_its_warm_up_trains_only_the_critic_again(up
     assert metrics[0] == metrics[1] and metrics[0]["warmup_dialogues"] > 0
 
 
-def _train_in(project: Path, training: dict) -> None:
-    """Change the project's `training` params (the stages run next read them)."""
+def test_a_base_model_stage_killed_inside_its_training_resumes_there_and_ends_as_an_uninterrupted_run(
+    upstream, tmp_path
+):
+    output, report = Path("models/backend/base"), Path("reports/backend/stages/base_model")
+    project, clean = tmp_path / "killed", tmp_path / "clean"
+    shutil.copytree(upstream, project, symlinks=True)
+    shutil.rmtree(project / output)
+    shutil.rmtree(project / report)
+    _set_params(project, {"backend": {"model": {"epochs": 4}}})  # 12 steps
+    shutil.copytree(project, clean, symlinks=True)
+    base_model, env = [sys.executable, "-m", "stages.base_model", "backend"], tool_env()
+    env["SWEETFLOW_SAVE_EVERY_S"] = "0"  # its state after every step, so that the kill lands inside the training
+
+    proc = subprocess.Popen(base_model, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and _saved_step(project, "base_model") < 2:
+        time.sleep(0.02)
+    _kill_with_children(proc)
+    saved = _saved_step(project, "base_model")
+    assert saved >= 2 and not (project / output).exists(), "the kill should land inside the training"
+
+    resumed = subprocess.run(base_model, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "sft: resuming at step" in resumed.stderr
+    assert not list((project / KEPT).glob("base_model@*"))  # its state removed once the training ended
+
+    subprocess.run(base_model, cwd=clean, env=tool_env(), check=True, capture_output=True, timeout=600)
+    assert content_hash(project / output) == content_hash(clean / output)
+    metrics = [json.loads((root / report / "metrics.json").read_text()) for root in (project, clean)]
+    assert metrics[0] == metrics[1]
+    assert content_hash(project / report / "plots") == content_hash(clean / report / "plots")
+
+
+def _saved_step(project: Path, stage: str) -> int:
+    """The step of the training state the stage last saved (0: none yet)."""
+    for progress in (project / KEPT).glob(f"{stage}@*.training/progress.json"):
+        try:
+            return json.loads(progress.read_text())["step"]
+        except (FileNotFoundError, json.JSONDecodeError):  # being replaced by the next save
+            return 0
+    return 0
+
+
+def _set_params(project: Path, changes: dict) -> None:
+    """Change the project's params (the stages run next read them)."""
     params = yaml.safe_load((project / "params.yaml").read_text())
-    (project / "params.yaml").write_text(yaml.safe_dump(merge(params, {"training": training}), sort_keys=False))
+    (project / "params.yaml").write_text(yaml.safe_dump(merge(params, changes), sort_keys=False))
 
 
 def _kept(project: Path, method: str) -> list[str]:
