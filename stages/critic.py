@@ -26,7 +26,6 @@ computed once; `training_config.json`; `manifest.json`) and `reports/DOMAIN/stag
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from functools import partial
@@ -36,7 +35,7 @@ import polars as pl
 import torch
 
 from stages._common import begin
-from sweetflow.core.artifacts import checkpoint_path, temporary_path, write_json
+from sweetflow.core.artifacts import checkpoint_path, write_json, written_whole
 from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.params import CriticParams, TrainingParams
 from sweetflow.core.tables import PAIRS, TRAJECTORIES, read_tasks, task_file
@@ -148,8 +147,8 @@ def main() -> None:
 
 
 def warm_up(model, tokenizer, chats: list, p: CriticParams, engine: TrainingParams, device, warmed: Path, kept: Path):
-    """Fine-tune `model` on `chats` for `p.warmup_epochs`; the main process keeps it in `warmed` (its checkpoint
-    and what the critic's metrics report of it), written beside and renamed in."""
+    """Fine-tune `model` on `chats` for `p.warmup_epochs`; the main process keeps it in `warmed`, whole or not at
+    all: its checkpoint and what the critic's metrics report of it."""
     examples, _ = encode_chats(tokenizer, chats, context_length(tokenizer, model.config))
     log_dir = kept / "warmup.log"  # its summary goes into the critic's metrics
     trainer = p.model_copy(update={"epochs": p.warmup_epochs, "learning_rate": p.warmup_learning_rate})
@@ -159,11 +158,10 @@ def warm_up(model, tokenizer, chats: list, p: CriticParams, engine: TrainingPara
     fitted = train_sft(model, examples, [], run=run, pad_id=pad_id(tokenizer))
     if fitted.model is None:  # not the main process
         return
-    staging = temporary_path(warmed)
-    save_checkpoint(fitted.model, tokenizer, staging / REFERENCE_DIR, state_dict=fitted.state)
     result = {"warmup_dialogues": len(examples), "warmup_loss_last_epoch": fitted.summary["train_loss_last_epoch"]}
-    write_json(staging / "result.json", result)
-    os.replace(staging, warmed)
+    with written_whole(warmed) as staging:
+        save_checkpoint(fitted.model, tokenizer, staging / REFERENCE_DIR, state_dict=fitted.state)
+        write_json(staging / "result.json", result)
     shutil.rmtree(log_dir)
 
 

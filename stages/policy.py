@@ -16,7 +16,6 @@ summary; `plots/seed<k>/`: DVCLive curves).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from stages._common import begin
-from sweetflow.core.artifacts import checkpoint_path, temporary_path, write_json
+from sweetflow.core.artifacts import checkpoint_path, write_json, written_whole
 from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.tables import TRAJECTORIES, read_tasks, task_file
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device, save_checkpoint
@@ -151,20 +150,14 @@ class FinishedSeeds:
         return self.directory / f"seed{seed}.training"
 
     def keep(self, seed: int, fitted: Fitted, tokenizer, plots: Path) -> FinishedSeed:
-        """Keep a seed just trained: its checkpoint, its summary and its curves (`plots`, moved). Written
-        beside its place and renamed into it, so a kill leaves the whole seed or none."""
+        """Keep a seed just trained: its checkpoint, its summary and its curves (`plots`, moved); a kill leaves
+        the whole seed or none."""
         directory = self.directory / f"seed{seed}"
-        staging = temporary_path(directory)
-        shutil.rmtree(staging, ignore_errors=True)
         result = {"summary": fitted.summary, "run": fitted.run, "devices": placement(fitted.model)}
-        try:
+        with written_whole(directory) as staging:
             save_checkpoint(fitted.model, tokenizer, staging / CHECKPOINT, state_dict=fitted.state)
             shutil.move(plots, staging / PLOTS)
             write_json(staging / RESULT, result)
-            shutil.rmtree(directory, ignore_errors=True)
-            os.replace(staging, directory)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
         return FinishedSeed(directory, **result)
 
     def clear(self) -> None:

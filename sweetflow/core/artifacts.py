@@ -323,6 +323,20 @@ def checkpoint_path(stage: str, params: dict[str, BaseModel | object], inputs: l
     return Path(".sweetflow/checkpoints") / f"{stage}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
 
 
+@contextmanager
+def written_whole(directory: Path) -> Iterator[Path]:
+    """A directory to fill (the block's), renamed to `directory` once the block ends: a kill or an error in
+    the block leaves at `directory` what stood there before, never part of the new one."""
+    staging = temporary_path(directory)
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        yield staging
+        replace_dir(staging, directory)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def replace_dir(new: Path, out: Path) -> None:
     """Put `new` at `out`. A directory can't be renamed over a non-empty one, so the old one is
     first moved aside; either name always holds a complete artifact."""

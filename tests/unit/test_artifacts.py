@@ -13,7 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweetflow.core.artifacts import MANIFEST, code_version, content_hash, read_manifest, read_run_record, stage_output
+from sweetflow.core.artifacts import (
+    MANIFEST,
+    code_version,
+    content_hash,
+    read_manifest,
+    read_run_record,
+    stage_output,
+    written_whole,
+)
 from tests.support.params import project_params
 from tests.support.project import ROOT
 
@@ -91,6 +99,21 @@ def test_rerun_replaces_the_whole_directory(tmp_path):
     with stage_output(out, "demo", {}) as output:
         (output.dir / "new.txt").write_text("2")
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "new.txt"]
+
+
+def test_a_directory_written_whole_replaces_the_old_one_or_leaves_it_as_it_was(tmp_path):
+    kept = tmp_path / "kept" / "seed0"
+    with written_whole(kept) as staging:
+        (staging / "old.txt").write_text("old")
+    with pytest.raises(RuntimeError, match="killed"), written_whole(kept) as staging:
+        (staging / "new.txt").write_text("half")
+        raise RuntimeError("killed while writing")
+    assert sorted(p.name for p in kept.parent.iterdir()) == ["seed0"]  # nothing staged left beside it
+    assert [p.name for p in kept.iterdir()] == ["old.txt"]
+    with written_whole(kept) as staging:
+        (staging / "new.txt").write_text("new")
+    assert [p.name for p in kept.iterdir()] == ["new.txt"]  # the new whole, nothing of the old
+    assert sorted(p.name for p in kept.parent.iterdir()) == ["seed0"]
 
 
 @settings(max_examples=30, deadline=None)
