@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from sweetflow.core.artifacts import content_hash
+from tests.support.interrupted import saved_step
 from tests.support.project import SMALL_MODEL, make_project, merge, run, tool_env
 
 PARAMS = {
@@ -145,12 +146,7 @@ def test_a_base_model_stage_killed_inside_its_training_resumes_there_and_ends_as
 
 def _saved_step(project: Path, stage: str) -> int:
     """The step of the training state the stage last saved (0: none yet)."""
-    for progress in (project / KEPT).glob(f"{stage}@*.training/progress.json"):
-        try:
-            return json.loads(progress.read_text())["step"]
-        except (FileNotFoundError, json.JSONDecodeError):  # being replaced by the next save
-            return 0
-    return 0
+    return max((saved_step(state) for state in (project / KEPT).glob(f"{stage}@*.training")), default=0)
 
 
 def _set_params(project: Path, changes: dict) -> None:

@@ -16,6 +16,7 @@ import torch
 
 from sweetflow.core.params import TrainerParams
 from sweetflow.rl.loop import Objective, StepResult, TrainRun, fit
+from tests.support.interrupted import saved_step
 from tests.support.params import training_params
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -66,13 +67,6 @@ def start(work: Path, resume: bool) -> subprocess.Popen:
     code = f"from tests.unit.rl.test_run_state import train; train({str(work)!r}, {resume})"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     return subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
-
-
-def saved_step(state: Path) -> int:
-    try:
-        return json.loads((state / "progress.json").read_text())["step"]
-    except (FileNotFoundError, json.JSONDecodeError):
-        return 0
 
 
 def curve(live: Path, name: str) -> list[tuple[str, str]]:
