@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from sweetflow.core.artifacts import replace_dir, temporary_path
+from sweetflow.core.artifacts import is_temporary, replace_dir, temporary_path
 from sweetflow.core.errors import InputError
 from sweetflow.lineage import dvc_lock_problems
 from sweetflow.params import load_params
@@ -84,7 +84,10 @@ def write_record(out: Path, root: Path = Path("."), domain: str | None = None) -
         for name, source in sources.items():
             target = staging / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            (shutil.copytree if source.is_dir() else shutil.copy2)(source, target)
+            if source.is_dir():  # without what a killed stage left half-written beside its output
+                shutil.copytree(source, target, ignore=lambda _, names: [n for n in names if is_temporary(n)])
+            else:
+                shutil.copy2(source, target)
         for entry in sorted(staging.iterdir()):
             replace_dir(entry, out / entry.name)
         (out / PROGRESS).unlink(missing_ok=True)

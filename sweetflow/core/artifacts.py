@@ -58,7 +58,7 @@ def content_hash(path: Path | str) -> str:
         raise FileNotFoundError(f"{path}: no such file or directory")
     digest = hashlib.sha256()
     files = (p for p in path.rglob("*") if p.is_file() and p.name not in NOT_DATA)
-    for f in sorted(f for f in files if not any(_is_temporary(part) for part in f.relative_to(path).parts)):
+    for f in sorted(f for f in files if not any(is_temporary(part) for part in f.relative_to(path).parts)):
         digest.update(f.relative_to(path).as_posix().encode() + b"\0" + _file_sha256(f).encode() + b"\n")
     return digest.hexdigest()
 
@@ -68,7 +68,7 @@ def temporary_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
 
-def _is_temporary(name: str) -> bool:
+def is_temporary(name: str) -> bool:
     """Whether a file or directory name is a `temporary_path`, as a killed stage may leave one behind
     (DVC ignores them too: `.dvcignore`)."""
     return name.startswith(".") and ".tmp-" in name

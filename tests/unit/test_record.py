@@ -50,6 +50,7 @@ def workspace(tmp_path) -> Path:
         "stages:\n  make:\n    cmd: python make.py\n    deps: [make.py]\n    params: [seeds]\n"
         "    outs:\n" + "".join(f"      - {out}: {{cache: false}}\n" for out in outs)
     )
+    shutil.copy(ROOT / ".dvcignore", project / ".dvcignore")
     for command in (["git", "init", "-q", "-b", "main"], ["dvc", "init", "-q"], ["dvc", "repro", "-q"]):
         run(command, project)
     return project
@@ -62,6 +63,10 @@ def test_the_record_holds_the_run_and_keeps_the_folders_other_files(workspace, t
     (out / "progress.md").write_text("running\n")
     (out / "evaluations").mkdir()
     (out / "evaluations" / "stale.json").write_text("{}\n")  # a method an earlier record had
+    # What a stage killed while writing its output leaves beside it (DVC ignores it: .dvcignore).
+    killed = workspace / "reports/backend/stages/critics/.no_info.tmp-4242"
+    killed.mkdir(parents=True)
+    (killed / "metrics.json").write_text('{"nll": 9.9}\n')
 
     assert main(["record", str(out), "--root", str(workspace)]) == 0
 
