@@ -20,9 +20,14 @@ from sweetflow.core.artifacts import replace_dir, write_json
 PROGRESS, ACCELERATE, LIVE = "progress.json", "accelerate", "live"
 
 
+def _staging(directory: Path) -> Path:
+    """Where a state is written before it replaces `directory`: one name for every process."""
+    return directory.with_name(f".{directory.name}.saving")
+
+
 def save_run_state(accelerator: Accelerator, directory: Path, progress: dict, log_dir: Path) -> None:
     """Keep the run's state at this step in `directory`. Every process calls it: each saves its share."""
-    staging = directory.with_name(f".{directory.name}.saving")  # one name for every process
+    staging = _staging(directory)
     if accelerator.is_main_process:
         shutil.rmtree(staging, ignore_errors=True)
     accelerator.wait_for_everyone()
@@ -49,7 +54,8 @@ def load_run_state(accelerator: Accelerator, directory: Path, log_dir: Path) -> 
 
 
 def remove_run_state(accelerator: Accelerator, directory: Path) -> None:
-    """Once the run has finished: nothing is left to resume."""
+    """Once the run has finished: nothing is left to resume (nor a save a kill cut short)."""
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         shutil.rmtree(directory, ignore_errors=True)
+        shutil.rmtree(_staging(directory), ignore_errors=True)

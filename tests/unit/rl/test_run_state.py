@@ -45,8 +45,9 @@ class NoisyRegression(Objective):
         return {"loss": round(float(((model(self.xs) - self.xs.flip(1)) ** 2).mean()), 6)}
 
 
-def train(work: str, resume: bool) -> None:
-    """One run: 3 epochs of 24 steps, its state saved after every step when `resume`; writes what it learnt."""
+def train(work: str, resume: bool, save_every_s: float = 0.0) -> None:
+    """One run: 3 epochs of 24 steps, its state saved every `save_every_s` seconds (after every step by
+    default) when `resume`; writes what it learnt."""
     work_dir = Path(work)
     torch.manual_seed(0)
     model = torch.nn.Linear(8, 8)
@@ -56,7 +57,7 @@ def train(work: str, resume: bool) -> None:
         log_dir=work_dir / "live",
         name="noisy",
         resume_dir=work_dir / "state" if resume else None,
-        save_every_s=0.0,
+        save_every_s=save_every_s,
     )
     fitted = fit(model, NoisyRegression(), run)
     torch.save(fitted.model.state_dict(), work_dir / "weights.pt")
@@ -110,4 +111,13 @@ def test_a_run_killed_mid_way_resumes_and_ends_as_the_uninterrupted_run(tmp_path
 
 def test_a_run_without_a_resume_dir_keeps_no_state(tmp_path):
     train(str(tmp_path), resume=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["live", "summary.json", "weights.pt"]
+
+
+def test_a_finished_run_leaves_no_save_that_a_kill_cut_short(tmp_path):
+    """A kill while the state was being saved leaves the half-written copy beside it (made by hand here: a
+    kill cannot be aimed at that moment); a rerun that finishes before its next save removes it too."""
+    cut_short = tmp_path / ".state.saving"
+    (cut_short / "accelerate").mkdir(parents=True)
+    train(str(tmp_path), resume=True, save_every_s=3600.0)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["live", "summary.json", "weights.pt"]
