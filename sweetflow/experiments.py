@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from sweetflow.core.artifacts import machine
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import read_yaml
-from sweetflow.core.params import PARAMS_FILE
+from sweetflow.core.params import PARAMS_FILE, TransformersAgentParams
 from sweetflow.params import Params, load_params
 from sweetflow.tuning import params_key, read_choices
 
@@ -145,13 +145,18 @@ NATIVE_BF16 = ("avx512_bf16", "amx_bf16")
 
 
 def emulated_bf16(params: Params, flags: set[str] | None = None) -> str | None:
-    """A warning when `params` train in bf16 and this CPU (`flags`, default the vector instructions that
-    run records name, `machine()`) has no bf16 instructions: there bf16 is slower than fp32, not faster.
-    Measured on a 2-core Xeon with AVX-512 but neither (CPU family 6, model 106): a SmolLM2 training
-    step 2.2x slower in bf16 than in fp32, where a CPU with AVX-512 BF16 runs it 3.7x faster
-    (docs/real-model.md). None where training goes to a GPU (`device` cuda, or auto with one visible) or
-    the flags can't be read."""
-    if params.training.precision != "bf16" or params.device not in ("auto", "cpu"):
+    """A warning when `params` train (`training.precision`) or generate (a transformers agent's `dtype`) in
+    bf16 and this CPU (`flags`, default the vector instructions that run records name, `machine()`) has no
+    bf16 instructions: there torch emulates bf16 through fp32, slower than fp32 rather than faster, and how
+    much slower depends on AVX-512 (docs/real-model.md). None where the model runs on a GPU (`device` cuda, or
+    auto with one visible) or the flags can't be read."""
+    uses = ["training.precision"] if params.training.precision == "bf16" else []
+    uses += [
+        f"{where}.dtype"
+        for where, agent in params.generators().items()
+        if isinstance(agent, TransformersAgentParams) and agent.dtype == "bfloat16"
+    ]
+    if not uses or params.device not in ("auto", "cpu"):
         return None
     if flags is None:
         flags = set(machine()["vector_instructions"])  # what the run records name; none where unreadable
@@ -160,10 +165,14 @@ def emulated_bf16(params: Params, flags: set[str] | None = None) -> str | None:
     if params.device == "auto":
         import torch  # only here: the CLI's other paths need none
 
-        if torch.cuda.is_available():  # auto trains on the GPU
+        if torch.cuda.is_available():  # the models go to the GPU
             return None
+    slower = (
+        "a SmolLM2 training step about 2x slower than in fp32, generation about 1.15x (AVX-512 without BF16)"
+        if "avx512f" in flags
+        else "tens of times slower than fp32 (AVX2 without AVX-512: a SmolLM2 training step ~20x, a matmul ~75x)"
+    )
     return (
-        "training.precision is bf16, but this CPU has no bf16 instructions (avx512_bf16, amx_bf16): "
-        "torch converts through fp32, and training runs about 2x slower than in fp32 instead of faster "
-        "(docs/real-model.md)"
+        f"bf16 in {', '.join(uses)}, but this CPU has no bf16 instructions (avx512_bf16, amx_bf16): torch "
+        f"converts through fp32, {slower}; fp32 and float32 run faster here (docs/real-model.md)"
     )

@@ -137,9 +137,7 @@ class Params(Section):
         if self.reproducibility != "portable":
             return self
         threads = {"training.threads": self.training.threads}
-        models = {f"agents.{name}": agent for name, agent in self.agents.items()}
-        models.update({"candidates.policy": self.candidates.policy, "evaluate.policy": self.evaluate.policy})
-        for where, agent in models.items():
+        for where, agent in self.generators().items():
             if isinstance(agent, TransformersAgentParams):
                 threads[f"{where}.threads"] = agent.threads
             elif isinstance(agent, ServedAgentParams):
@@ -147,6 +145,12 @@ class Params(Section):
         if unset := [key for key, count in threads.items() if count == 0]:
             raise ValueError(f"reproducibility portable needs fixed thread counts: {', '.join(unset)} 0 (one per core)")
         return self
+
+    def generators(self) -> dict[str, object]:
+        """Every model that generates, by its params key: the agents, the candidates' policy, the evaluated one."""
+        models = {f"agents.{name}": agent for name, agent in self.agents.items()}
+        models.update({"candidates.policy": self.candidates.policy, "evaluate.policy": self.evaluate.policy})
+        return models
 
     def domain(self, name: str) -> DomainParams:
         """The params of one domain, by its name (a key of DOMAINS)."""

@@ -235,21 +235,35 @@ def test_what_follows_the_double_dash_goes_to_dvc_wherever_the_options_are(order
 
 
 @pytest.mark.parametrize(
-    ("flags", "warned"),
+    ("flags", "slower"),
     [
-        ({"avx2", "avx512f"}, True),
-        ({"avx512f", "avx512_bf16"}, False),
-        ({"avx512f", "amx_bf16"}, False),
-        (set(), False),
+        ({"avx2", "avx512f"}, "about 2x slower"),
+        ({"avx", "avx2", "fma"}, "tens of times slower"),
+        ({"avx512f", "avx512_bf16"}, None),
+        ({"avx512f", "amx_bf16"}, None),
+        (set(), None),
     ],
 )
-def test_bf16_training_on_a_cpu_without_bf16_instructions_is_warned_of(flags, warned):
+def test_bf16_on_a_cpu_without_bf16_instructions_is_warned_of_by_how_much(flags, slower):
     """An empty set: flags that could not be read. On CPU settings (`device: cpu`), so no visible GPU matters."""
     bf16 = experiment_params(ROOT / "configs/experiments/smollm2.yaml").model_copy(update={"device": "cpu"})
-    assert bf16.training.precision == "bf16"
-    assert (emulated_bf16(bf16, flags) is not None) is warned
-    assert emulated_bf16(bf16.model_copy(update={"device": "cuda"}), flags) is None  # trains on the GPU
+    assert bf16.training.precision == "bf16" and bf16.agents["base"].dtype == "bfloat16"
+    warning = emulated_bf16(bf16, flags)
+    assert (warning is None) is (slower is None)
+    if slower:
+        assert slower in warning and "training.precision" in warning and "agents.base.dtype" in warning
+    assert emulated_bf16(bf16.model_copy(update={"device": "cuda"}), flags) is None  # runs on the GPU
     assert emulated_bf16(Params.model_validate(yaml.safe_load(PARAMS.read_text())), flags) is None  # fp32
+
+
+def test_bf16_generation_alone_is_warned_of_by_its_key():
+    """Training in fp32 but one generating model in bf16: the warning names that model's key only."""
+    raw = yaml.safe_load(PARAMS.read_text())
+    raw["evaluate"]["policy"]["dtype"] = "bfloat16"
+    params = Params.model_validate(raw).model_copy(update={"device": "cpu"})
+    warning = emulated_bf16(params, {"avx2"})
+    assert "evaluate.policy.dtype" in warning and "training.precision" not in warning
+    assert "agents." not in warning and "candidates." not in warning
 
 
 def test_the_cli_warns_of_emulated_bf16_as_this_machine_has_it():
@@ -263,7 +277,7 @@ def test_the_cli_warns_of_emulated_bf16_as_this_machine_has_it():
         cwd=ROOT,
     )
     assert shown.returncode == 0, shown.stderr
-    assert ("warning: training.precision is bf16" in shown.stderr) is (
+    assert ("warning: bf16 in training.precision" in shown.stderr) is (
         emulated_bf16(experiment_params(exp)) is not None
     )
     assert shown.stdout.startswith("dvc exp run -n smollm2 ")
