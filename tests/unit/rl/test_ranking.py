@@ -82,9 +82,10 @@ def test_drift_is_zero_against_itself_and_positive_against_another_model():
     sequences = [candidate([2, 3, 4], [5, 6]), candidate([7, 8], [9, 10, 11])]
     assert mean_token_kl(CRITIC, CRITIC, sequences, 2, PAD) == pytest.approx(0.0, abs=1e-6)
     assert mean_token_kl(CRITIC, BASE, sequences, 1, PAD) > 0.0
-    # A batch size changes nothing; a segment limit that leaves no token is an error, not a zero.
+    # A batch size changes nothing but the float kernels' order over padded rows (a relative 1e-5 seen on
+    # one CPU); a segment limit that leaves no token is an error, not a zero.
     assert mean_token_kl(CRITIC, BASE, sequences, 1, PAD) == pytest.approx(
-        mean_token_kl(CRITIC, BASE, sequences, 2, PAD)
+        mean_token_kl(CRITIC, BASE, sequences, 2, PAD), rel=1e-4
     )
     with pytest.raises(ValueError, match="no scored token"):
         mean_token_kl(CRITIC, BASE, sequences, 2, PAD, segments=0)
