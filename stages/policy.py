@@ -6,11 +6,11 @@ sweetflow/rl/methods/ (`rft`, `mtdpo`, `sweet`), which reads its data and runs i
 `python -m stages.policy DOMAIN NAME` reads params `policies.NAME` and `seeds`, and the data its
 method needs. The data are read, and the base model's log-probs of them computed, once for all
 seeds. Resumable: a run cut off keeps the seeds it finished (`FinishedSeeds`), the base model's
-log-probs and the state of the seed it was training (saved every `TrainRun.save_every_s`), and trains
-only what is left. Writes `models/DOMAIN/policies/NAME/` (`seed<k>/`: a checkpoint per seed; what the
-method keeps beside them, `reference_logps.pt` for the preference methods; `manifest.json`) and
-`reports/DOMAIN/stages/policies/NAME/` (`metrics.json`: data counts and each seed's training
-summary; `plots/seed<k>/`: DVCLive curves).
+log-probs as far as it computed them and the state of the seed it was training (both saved every
+`TrainRun.save_every_s`), and trains only what is left. Writes `models/DOMAIN/policies/NAME/`
+(`seed<k>/`: a checkpoint per seed; what the method keeps beside them, `reference_logps.pt` for the
+preference methods; `manifest.json`) and `reports/DOMAIN/stages/policies/NAME/` (`metrics.json`: data
+counts and each seed's training summary; `plots/seed<k>/`: DVCLive curves).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ critic's prefix, and for a real model's vocabulary the skipped logits are most o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -158,7 +159,14 @@ class SegmentLogps:
 
 @torch.no_grad()
 def reference_segment_logps(
-    model: nn.Module, sequences: Sequence[SegmentedSequence], batch_size: int, pad_id: int, desc: str | None = None
+    model: nn.Module,
+    sequences: Sequence[SegmentedSequence],
+    batch_size: int,
+    pad_id: int,
+    desc: str | None = None,
+    done: SegmentLogps | None = None,
+    keep: Callable[[SegmentLogps], None] | None = None,
+    keep_every_s: float = 0.0,
 ) -> SegmentLogps:
     """Run the frozen reference model once over a dataset and keep only what the loss needs from it:
     per-segment log-prob sums (and counts), [N, K], in dataset order. The training loop indexes these
@@ -167,20 +175,37 @@ def reference_segment_logps(
     `segment_logps` so the policy's [B, K] lines up with the cached rows. Each batch is moved to the
     model's device (a GPU, when the model is on one); the results come back to the CPU, where the
     training batches that index them are collated. `torch.save` them next to the dataset to reuse
-    them across runs. `desc` names the progress bar (None: no bar)."""
+    them across runs. `desc` names the progress bar (None: no bar).
+
+    Resumable: `keep`, when given, is handed the rows computed so far after a batch, at most every
+    `keep_every_s` seconds; `done`, rows an interrupted pass kept, is where this pass starts again (its
+    batches are then the uninterrupted pass's, so the result is the same)."""
     num_segments = max(max(s.segment_ids, default=NOT_SCORED) for s in sequences) + 1
     if num_segments == 0:
         raise ValueError("no sequence has a scored token: nothing to compare")
+    sums, counts = [torch.zeros(0, num_segments)], [torch.zeros(0, num_segments, dtype=torch.int64)]
+    if done is not None:
+        whole_batches = len(done.sums) % batch_size == 0 or len(done.sums) == len(sequences)
+        if done.num_segments != num_segments or len(done.sums) > len(sequences) or not whole_batches:
+            raise ValueError(
+                f"{len(done.sums)} kept rows of {done.num_segments} segments: not a start of this pass "
+                f"({len(sequences)} sequences of {num_segments} segments, {batch_size} a batch)"
+            )
+        sums, counts = [done.sums], [done.counts]
     was_training = model.training
     model.eval()
-    sums, counts = [], []
     device = next(model.parameters()).device
-    with tqdm(total=len(sequences), desc=desc, unit="sequence", disable=desc is None) as bar:
-        for start in range(0, len(sequences), batch_size):
+    first, kept = len(sums[0]), time.monotonic()
+    with tqdm(total=len(sequences), initial=first, desc=desc, unit="sequence", disable=desc is None) as bar:
+        for start in range(first, len(sequences), batch_size):
             batch = collate_shared_prefix(sequences[start : start + batch_size], pad_id)
             s, c = segment_logps(model, {key: value.to(device) for key, value in batch.items()}, num_segments)
             sums.append(s.cpu())
             counts.append(c.cpu())
             bar.update(s.shape[0])
+            if keep is not None and time.monotonic() - kept >= keep_every_s:
+                sums, counts = [torch.cat(sums)], [torch.cat(counts)]
+                keep(SegmentLogps(sums[0], counts[0]))
+                kept = time.monotonic()
     model.train(was_training)
     return SegmentLogps(torch.cat(sums), torch.cat(counts))

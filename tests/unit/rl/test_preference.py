@@ -18,7 +18,14 @@ from transformers import LlamaForCausalLM
 from sweetflow.core.params import TrainerParams
 from sweetflow.models.tiny import tiny_config
 from sweetflow.rl.batching import collate_segmented, collate_shared_prefix
-from sweetflow.rl.logprobs import predicting, reference_segment_logps, segment_logp_sums, segment_logps, token_logprobs
+from sweetflow.rl.logprobs import (
+    SegmentLogps,
+    predicting,
+    reference_segment_logps,
+    segment_logp_sums,
+    segment_logps,
+    token_logprobs,
+)
 from sweetflow.rl.loop import TrainRun
 from sweetflow.rl.loss import PreferenceLoss, bradley_terry_loss, nll_loss, segment_scores
 from sweetflow.rl.preference import ScoredPairs, train_preference
@@ -349,6 +356,44 @@ def test_shared_prefix_batches_give_the_same_sums_and_gradients_as_whole_rows(se
         (sums * torch.arange(1, 4)).sum().backward(retain_graph=True)  # weight segments differently
         grads.append(torch.cat([q.grad.flatten() for q in model.parameters()]))
     torch.testing.assert_close(grads[1], grads[0], atol=1e-5, rtol=1e-4)
+
+
+class Interrupted(Exception):
+    """Stands for a kill: the pass stops after a keep, so what it kept is all a rerun has."""
+
+
+@settings(max_examples=25, deadline=None)
+@given(sharing_sequences(), st.integers(1, 3), st.data())
+def test_a_reference_pass_cut_off_resumes_after_its_kept_rows_and_ends_as_an_uninterrupted_one(
+    sequences, batch_size, data
+):
+    model = tiny_llama(seed=5)
+    whole = reference_segment_logps(model, sequences, batch_size, PAD)
+    batches = math.ceil(len(sequences) / batch_size)
+    cut_after = data.draw(st.integers(1, batches), label="batches kept before the cut")
+    kept = []
+
+    def keep_then_cut(rows):
+        kept.append(rows)
+        if len(kept) == cut_after:
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        reference_segment_logps(model, sequences, batch_size, PAD, keep=keep_then_cut)
+    assert len(kept[-1].sums) == min(cut_after * batch_size, len(sequences))
+    rerun = []
+    resumed = reference_segment_logps(model, sequences, batch_size, PAD, done=kept[-1], keep=rerun.append)
+    assert len(rerun) == batches - cut_after  # only the batches after the kept rows run again
+    assert torch.equal(resumed.sums, whole.sums) and torch.equal(resumed.counts, whole.counts)
+
+
+def test_a_reference_pass_refuses_kept_rows_that_are_not_a_start_of_it():
+    sequences = [trajectory(12, [(13, GOOD)]), trajectory(15, [(12, BAD)]), trajectory(13, [(14, NEUTRAL)])]
+    model = tiny_llama()
+    whole = reference_segment_logps(model, sequences, batch_size=2, pad_id=PAD)
+    one_row = SegmentLogps(whole.sums[:1], whole.counts[:1])  # not a whole batch of 2
+    with pytest.raises(ValueError, match="1 kept rows of 1 segments: not a start of this pass"):
+        reference_segment_logps(model, sequences, batch_size=2, pad_id=PAD, done=one_row)
 
 
 def test_shared_prefix_batches_refuse_a_sequence_with_nothing_scored():
