@@ -14,8 +14,9 @@ measure `eval/rewards/accuracies` (how often the critic prefers the better traje
 the critic drifted as a language model: its NLL of their turns before and after, and the mean
 per-token KL divergence from its reference there (`heldout_kl_to_reference`, `sweetflow.rl.drift`).
 
-Resumable: a run cut off keeps the warmed-up model once warm-up ends and each training's state (saved every
-`TrainRun.save_every_s`) under `.sweetflow/checkpoints/`, and trains only what is left.
+Resumable: a run cut off keeps the warmed-up model once warm-up ends, the reference's log-probs as far as
+it computed them and each training's state (saved every `TrainRun.save_every_s`) under
+`.sweetflow/checkpoints/`, and computes and trains only what is left.
 
 Writes `models/DOMAIN/critics/NAME/` (the checkpoint; `reference/`, the warmed-up reference, with
 warm-up only; `reference_logps.pt`, the reference's per-turn log-probs of the training sequences,
@@ -41,7 +42,7 @@ from sweetflow.core.params import CriticParams, TrainingParams
 from sweetflow.core.tables import PAIRS, TRAJECTORIES, read_tasks, task_file
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device, save_checkpoint
 from sweetflow.rl.drift import mean_token_kl
-from sweetflow.rl.logprobs import reference_segment_logps
+from sweetflow.rl.logprobs import kept_segment_logps
 from sweetflow.rl.loop import TrainRun, forward_batch_size, launch, live_report, process_state
 from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.preference import ScoredPairs, train_preference
@@ -96,14 +97,14 @@ def main() -> None:
         engine=engine,
         pad=pad,
     )
-    train, keys, dropped = read(pairs.filter(~is_held))
+    train, keys, dropped = read(pairs.filter(~is_held), keep=kept / "reference_train.pt")
     if train is None:
         raise InputError(
             f"{pairs_file}: no trajectory pair to train the critic on: {pairs.height} pairs in all, {dropped} longer "
             f"than the model's context of {context_length(tokenizer, model.config)} tokens (see `pairs` in params.yaml "
             "for what makes a pair)"
         )
-    holdout, _, held_dropped = read(pairs.filter(is_held))
+    holdout, _, held_dropped = read(pairs.filter(is_held), keep=kept / "reference_holdout.pt")
     data = {
         "train_pairs": len(train.data.pairs),
         "holdout_pairs": len(holdout.data.pairs) if holdout else 0,
@@ -191,10 +192,11 @@ def critic_pairs(
     p: CriticParams,
     engine: TrainingParams,
     pad: int,
+    keep: Path,
 ) -> tuple[ScoredPairs | None, list, int]:
     """The pairs of `part` in the critic's view, one segment per agent turn (or one for all), with
-    `model`'s log-probs of their sequences as the reference (None: no pair fits); their keys, and how many
-    were too long."""
+    `model`'s log-probs of their sequences as the reference (None: no pair fits), kept at `keep` for a rerun;
+    their keys, and how many were too long."""
     scoring = "turns" if p.per_turn else "all"
     data, keys, dropped = trajectory_pair_data(
         tokenizer,
@@ -209,7 +211,8 @@ def critic_pairs(
         data = data.with_context_segment()
     if not data.sequences:
         return None, keys, dropped
-    ref = reference_segment_logps(model, data.sequences, forward_batch_size(p, engine), pad, desc="reference log-probs")
+    batch = forward_batch_size(p, engine)
+    ref = kept_segment_logps(model, data.sequences, batch, pad, keep, desc="reference log-probs")
     return ScoredPairs(data, ref), keys, dropped
 
 

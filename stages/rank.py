@@ -9,7 +9,9 @@ trained with it) and scored by its mean per-token log-ratio:
   the critic had a warm-up, else the base model: `sweetflow.rl.ranking`);
 - `baseline: sampling` (the official code): mean log π_critic minus the sampling policy's own mean
   log-prob of the candidate, recorded at sampling time in the policy's view.
-A candidate whose state and action exceed the critic's context is left out (counted).
+A candidate whose state and action exceed the critic's context is left out (counted). Resumable: a run
+cut off keeps each pass's log-probs as far as it computed them (`sweetflow.rl.logprobs.kept_segment_logps`)
+under `.sweetflow/checkpoints/`, and computes only the rest.
 
 Writes `data/DOMAIN/ranked/CRITIC/` (`candidates.parquet`: state_id, candidate, n_tokens (as sampled),
 score, critic and baseline mean log-probs; `manifest.json`) and `reports/DOMAIN/stages/ranked/CRITIC/metrics.json`.
@@ -18,15 +20,16 @@ score, critic and baseline mean log-probs; `manifest.json`) and `reports/DOMAIN/
 from __future__ import annotations
 
 import json
+import shutil
 
 import polars as pl
 
 from stages._common import begin
+from sweetflow.core.artifacts import checkpoint_path
 from sweetflow.core.errors import InputError, run_stage
 from sweetflow.core.tables import CANDIDATES, TRAJECTORIES, read_tasks, task_file
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device
-from sweetflow.rl.logprobs import reference_segment_logps
-from sweetflow.rl.ranking import critic_reference, score_candidates
+from sweetflow.rl.ranking import candidate_logps, critic_reference, score_candidates
 from sweetflow.rl.sequences import candidate_sequences, context_length
 
 
@@ -60,18 +63,23 @@ def main() -> None:
     kept = candidates.filter(pl.Series(fits, dtype=pl.Boolean))
     kept_sequences = [s for s in sequences if s is not None]
     inputs = [tasks_file, rollout, candidates_file, critic_dir] + ([base] if p.baseline == "reference" else [])
+    passes = checkpoint_path(stage.name, stage.sections, inputs).with_suffix("")  # kept for a rerun
     with stage.output(inputs) as out:
         if p.baseline == "reference":
             reference, _ = load_checkpoint(critic_reference(critic_dir, base), device)
             out.devices["reference"] = placement(reference)
             scores = score_candidates(
-                critic, reference, kept_sequences, p.batch_size, pad_id(tokenizer), critic_params.length_normalize
+                critic,
+                reference,
+                kept_sequences,
+                p.batch_size,
+                pad_id(tokenizer),
+                critic_params.length_normalize,
+                keep=passes,
             )
             critic_mean, baseline, score = scores.critic_mean, scores.reference_mean, scores.score
         else:
-            mine = reference_segment_logps(
-                critic, kept_sequences, p.batch_size, pad_id(tokenizer), desc="critic log-probs"
-            )
+            mine = candidate_logps(critic, "critic", kept_sequences, p.batch_size, pad_id(tokenizer), passes)
             critic_mean = (mine.sums[:, 0] / mine.counts[:, 0].clamp(min=1)).tolist()
             baseline = kept["logprob_mean"].to_list()
             score = [c - b for c, b in zip(critic_mean, baseline, strict=True)]
@@ -91,6 +99,7 @@ def main() -> None:
             mean_score=round(float(ranked["score"].mean()), 5) if ranked.height else 0.0,
             mean_score_spread_within_state=round(float(spread.mean()), 5) if spread.len() else 0.0,
         )
+    shutil.rmtree(passes, ignore_errors=True)
     print(json.dumps(out.metrics, indent=2))
 
 

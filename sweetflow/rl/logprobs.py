@@ -9,17 +9,22 @@ critic's prefix, and for a real model's vocabulary the skipped logits are most o
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from sweetflow.core.artifacts import temporary_path
 from sweetflow.core.requirements import check
 from sweetflow.rl.batching import collate_shared_prefix
+from sweetflow.rl.loop import save_every_seconds
 from sweetflow.rl.sequences import NOT_SCORED, SegmentedSequence
 
 check()  # `out.cache` of a forward pass: transformers 5.24
@@ -209,3 +214,53 @@ def reference_segment_logps(
                 kept = time.monotonic()
     model.train(was_training)
     return SegmentLogps(torch.cat(sums), torch.cat(counts))
+
+
+def kept_segment_logps(
+    model: nn.Module,
+    sequences: Sequence[SegmentedSequence],
+    batch_size: int,
+    pad_id: int,
+    path: Path | None,
+    desc: str,
+) -> SegmentLogps:
+    """`reference_segment_logps`, kept at `path` for a rerun of the same work (None: kept nowhere): read
+    from there when a run cut off later finished it; else computed, from the rows a run cut off inside it
+    kept (`<path>.partial`, saved every `SWEETFLOW_SAVE_EVERY_S` seconds, as a training's state: on a real
+    model on a CPU one pass can take an hour)."""
+    if path is None:
+        return reference_segment_logps(model, sequences, batch_size, pad_id, desc=desc)
+    path = Path(path)
+    if path.is_file():
+        print(f"{desc}: read from {path}, as an interrupted run computed them", file=sys.stderr)
+        return _load(path)
+    partial = path.with_name(f"{path.name}.partial")
+    done = _load(partial) if partial.is_file() else None
+    if done is not None:
+        print(f"{desc}: {len(done.sums)} read from {partial}, as an interrupted run kept them", file=sys.stderr)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    logps = reference_segment_logps(
+        model,
+        sequences,
+        batch_size,
+        pad_id,
+        desc=desc,
+        done=done,
+        keep=lambda rows: save_segment_logps(rows, partial),
+        keep_every_s=save_every_seconds(os.environ),
+    )
+    save_segment_logps(logps, path)
+    partial.unlink(missing_ok=True)
+    return logps
+
+
+def save_segment_logps(logps: SegmentLogps, path: Path) -> None:
+    """Write `logps` to `path` whole (beside it first, then renamed in)."""
+    staging = temporary_path(path)
+    torch.save({"sums": logps.sums, "counts": logps.counts}, staging)
+    os.replace(staging, path)
+
+
+def _load(path: Path) -> SegmentLogps:
+    kept = torch.load(path)
+    return SegmentLogps(kept["sums"], kept["counts"])

@@ -7,9 +7,7 @@ Training methods: one module each)."""
 from __future__ import annotations
 
 import importlib
-import os
 import pkgutil
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,13 +15,11 @@ from pathlib import Path
 from types import ModuleType
 
 import polars as pl
-import torch
 
-from sweetflow.core.artifacts import temporary_path
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import PolicyParams, TrainingParams
-from sweetflow.rl.logprobs import SegmentLogps, reference_segment_logps
-from sweetflow.rl.loop import Fitted, TrainRun, forward_batch_size, save_every_seconds
+from sweetflow.rl.logprobs import kept_segment_logps, save_segment_logps
+from sweetflow.rl.loop import Fitted, TrainRun, forward_batch_size
 from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.sequences import PairData
@@ -31,7 +27,6 @@ from sweetflow.rl.sft import Example, train_sft
 
 METHODS_PACKAGE = "sweetflow.rl.methods"
 REFERENCE = "reference_logps.pt"
-PARTIAL = "reference_logps.partial.pt"  # the rows of a reference pass cut off
 
 
 @dataclass(frozen=True)
@@ -107,29 +102,9 @@ class PreferenceTraining(Training):
         self.pairs: ScoredPairs | None = None  # with the reference's log-probs, once prepared
 
     def prepare(self, keep: Path) -> None:
-        # On a real model on a CPU the reference pass alone takes most of an hour: a run cut off inside it
-        # keeps the rows it computed (PARTIAL, saved as often as a training's state) and starts after them.
-        cached, partial = keep / REFERENCE, keep / PARTIAL
-        if cached.is_file():
-            ref = _load_logps(cached)
-            print(f"reference log-probs: read from {cached}, as an interrupted run computed them", file=sys.stderr)
-        else:
-            done = _load_logps(partial) if partial.is_file() else None
-            if done is not None:
-                print(f"reference log-probs: {len(done.sums)} kept by an interrupted run in {partial}", file=sys.stderr)
-            keep.mkdir(parents=True, exist_ok=True)
-            ref = reference_segment_logps(
-                self.source.base,
-                self.pair_data.sequences,
-                forward_batch_size(self.p, self.source.engine),
-                self.source.pad_id,
-                desc="reference log-probs",
-                done=done,
-                keep=lambda rows: _save_logps(rows, partial),
-                keep_every_s=save_every_seconds(os.environ),
-            )
-            _save_logps(ref, cached)
-            partial.unlink(missing_ok=True)
+        batch = forward_batch_size(self.p, self.source.engine)
+        sequences, base, pad_id = self.pair_data.sequences, self.source.base, self.source.pad_id
+        ref = kept_segment_logps(base, sequences, batch, pad_id, keep / REFERENCE, desc="reference log-probs")
         self.pairs, self.source = ScoredPairs(self.pair_data, ref), None  # the base model is no longer needed
 
     def run_name(self, policy: str, seed: int) -> str:
@@ -140,18 +115,7 @@ class PreferenceTraining(Training):
         return train_preference(model, self.pairs, loss, run=run, pad_id=pad_id)
 
     def save(self, out: Path) -> None:
-        _save_logps(self.pairs.ref, out / REFERENCE)
-
-
-def _save_logps(logps: SegmentLogps, path: Path) -> None:
-    staging = temporary_path(path)
-    torch.save({"sums": logps.sums, "counts": logps.counts}, staging)
-    os.replace(staging, path)
-
-
-def _load_logps(path: Path) -> SegmentLogps:
-    kept = torch.load(path)
-    return SegmentLogps(kept["sums"], kept["counts"])
+        save_segment_logps(self.pairs.ref, out / REFERENCE)
 
 
 def load_methods() -> dict[str, ModuleType]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from torch import nn
 
-from sweetflow.rl.logprobs import reference_segment_logps
+from sweetflow.rl.logprobs import SegmentLogps, kept_segment_logps
 from sweetflow.rl.loss import segment_scores
 from sweetflow.rl.sequences import SegmentedSequence
 
@@ -47,14 +47,30 @@ def score_candidates(
     batch_size: int,
     pad_id: int,
     length_normalize: bool,
+    keep: Path | None = None,
 ) -> CandidateScores:
     """The critic's advantage of each candidate (its state, then the action as the one scored segment):
     `segment_scores` of the critic's and the reference's log-prob sums, the formula of the loss
-    (length-normalised: mean log π_critic − mean log π_ref)."""
-    mine = reference_segment_logps(critic, sequences, batch_size, pad_id, desc="critic log-probs")
-    ref = reference_segment_logps(reference, sequences, batch_size, pad_id, desc="reference log-probs")
+    (length-normalised: mean log π_critic − mean log π_ref). Both passes are kept in directory `keep`
+    (`candidate_logps`)."""
+    mine = candidate_logps(critic, "critic", sequences, batch_size, pad_id, keep)
+    ref = candidate_logps(reference, "reference", sequences, batch_size, pad_id, keep)
     counts = mine.counts[:, 0].clamp(min=1)
     score = segment_scores(mine.sums[:, 0], ref.sums[:, 0], mine.counts[:, 0], length_normalize)
     return CandidateScores(
         (mine.sums[:, 0] / counts).tolist(), (ref.sums[:, 0] / counts).tolist(), score.double().tolist()
     )
+
+
+def candidate_logps(
+    model: nn.Module,
+    role: str,
+    sequences: Sequence[SegmentedSequence],
+    batch_size: int,
+    pad_id: int,
+    keep: Path | None = None,
+) -> SegmentLogps:
+    """The log-probs of the candidates under `role`'s model ("critic", "reference"), kept as
+    `<role>_logps.pt` in directory `keep` for a rerun of a run cut off (None: kept nowhere)."""
+    path = Path(keep) / f"{role}_logps.pt" if keep is not None else None
+    return kept_segment_logps(model, sequences, batch_size, pad_id, path, desc=f"{role} log-probs")

@@ -20,13 +20,14 @@ from sweetflow.models.tiny import tiny_config
 from sweetflow.rl.batching import collate_segmented, collate_shared_prefix
 from sweetflow.rl.logprobs import (
     SegmentLogps,
+    kept_segment_logps,
     predicting,
     reference_segment_logps,
     segment_logp_sums,
     segment_logps,
     token_logprobs,
 )
-from sweetflow.rl.loop import TrainRun
+from sweetflow.rl.loop import SAVE_EVERY_VARIABLE, TrainRun
 from sweetflow.rl.loss import PreferenceLoss, bradley_terry_loss, nll_loss, segment_scores
 from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.sequences import NOT_SCORED, PairData, SegmentedSequence, group_pairs
@@ -394,6 +395,47 @@ def test_a_reference_pass_refuses_kept_rows_that_are_not_a_start_of_it():
     one_row = SegmentLogps(whole.sums[:1], whole.counts[:1])  # not a whole batch of 2
     with pytest.raises(ValueError, match="1 kept rows of 1 segments: not a start of this pass"):
         reference_segment_logps(model, sequences, batch_size=2, pad_id=PAD, done=one_row)
+
+
+def counting_forwards(model, fail_at: int | None = None) -> list[int]:
+    """Counts `model`'s forward passes from now on; raises Interrupted at pass `fail_at`."""
+    calls = []
+
+    def hook(*_):
+        calls.append(1)
+        if len(calls) == fail_at:
+            raise Interrupted
+
+    model.register_forward_pre_hook(hook)
+    return calls
+
+
+def test_a_kept_pass_cut_off_inside_itself_resumes_from_its_rows_and_is_read_back_whole(tmp_path, monkeypatch):
+    monkeypatch.setenv(SAVE_EVERY_VARIABLE, "0")  # keep the rows after every batch
+    sequences = [trajectory(12 + k % 4, [(13, GOOD if k % 2 else BAD), (14, NEUTRAL)]) for k in range(9)]
+    model = tiny_llama(seed=4)
+    calls = counting_forwards(model)
+    whole = kept_segment_logps(model, sequences, 2, PAD, tmp_path / "whole.pt", desc="reference log-probs")
+    uninterrupted = len(calls)
+
+    path = tmp_path / "cut.pt"
+    model = tiny_llama(seed=4)
+    counting_forwards(model, fail_at=uninterrupted // 2 + 1)
+    with pytest.raises(Interrupted):
+        kept_segment_logps(model, sequences, 2, PAD, path, desc="reference log-probs")
+    partial = path.with_name("cut.pt.partial")
+    assert partial.is_file() and not path.exists()
+
+    model = tiny_llama(seed=4)
+    calls = counting_forwards(model)
+    resumed = kept_segment_logps(model, sequences, 2, PAD, path, desc="reference log-probs")
+    assert 0 < len(calls) < uninterrupted  # only the rows the cut-off run did not keep
+    assert path.is_file() and not partial.exists()
+    assert torch.equal(resumed.sums, whole.sums) and torch.equal(resumed.counts, whole.counts)
+
+    calls = counting_forwards(model)
+    again = kept_segment_logps(model, sequences, 2, PAD, path, desc="reference log-probs")
+    assert not calls and torch.equal(again.sums, whole.sums)  # read back, nothing computed
 
 
 def test_shared_prefix_batches_refuse_a_sequence_with_nothing_scored():

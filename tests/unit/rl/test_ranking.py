@@ -59,6 +59,23 @@ def test_a_candidates_score_is_the_log_ratio_its_loss_trained(drawn, length_norm
     assert not torch.allclose(torch.tensor(against_base.score), torch.tensor(got.score), atol=1e-3)
 
 
+def test_a_rerun_reads_both_kept_passes_instead_of_running_the_models(tmp_path):
+    sequences = [candidate([2, 3], [4, 5, 6]), candidate([7], [8]), candidate([9, 9], [10])]
+    first = score_candidates(CRITIC, WARMED, sequences, 2, PAD, length_normalize=True, keep=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["critic_logps.pt", "reference_logps.pt"]
+
+    def refuse(*_):
+        raise AssertionError("a kept pass ran its model again")
+
+    hooks = [model.register_forward_pre_hook(refuse) for model in (CRITIC, WARMED)]
+    try:
+        again = score_candidates(CRITIC, WARMED, sequences, 2, PAD, length_normalize=True, keep=tmp_path)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert again == first
+
+
 def test_the_means_are_the_critics_and_the_references_per_token_log_probs():
     sequences = [candidate([2, 3], [4, 5, 6]), candidate([7], [8])]
     got = score_candidates(CRITIC, WARMED, sequences, 2, PAD, length_normalize=True)
