@@ -5,7 +5,9 @@ offline rollouts and the sampling policy's checkpoint (without one: the domain's
 of the (trajectory, agent turn) states is drawn (`states`: uniformly, or the first trajectories'
 turns); at each, the policy samples `n` next actions from the dialogue so far, each
 with its own seed, and reports their log-probs where its backend returns them (the official ranking
-variant subtracts them; `transformers serve` returns none, and they are then null).
+variant subtracts them; `transformers serve` returns none, and they are then null). Resumable: a run cut
+off keeps the candidates of each batch it finished under `.sweetflow/checkpoints/`, and generates only the
+rest.
 
 Writes `data/DOMAIN/candidates/` (`states.parquet`, `candidates.parquet`: one row per state and
 candidate with its message and log-probs; `manifest.json`) and
@@ -20,6 +22,7 @@ import polars as pl
 
 from stages._common import begin, with_checkpoint
 from sweetflow.agents.model import open_model_agent, served_records
+from sweetflow.core.artifacts import JsonLines, checkpoint_path
 from sweetflow.core.errors import run_stage
 from sweetflow.core.tables import CANDIDATES, TRAJECTORIES, read_tasks, task_file
 from sweetflow.dialogue import ANSWER_MARKER
@@ -36,9 +39,10 @@ def main() -> None:
     trajectories = pl.read_parquet(rollout)
     states = sample_turn_states(trajectories, p.share, p.seed, p.states)
     inputs = [tasks_file, rollout] + ([policy.checkpoint] if policy.checkpoint else [])
+    kept = JsonLines(checkpoint_path(stage.name, stage.sections, inputs))
     with stage.output(inputs, p.seed) as out:
         with open_model_agent(policy) as agent:
-            candidates, failed = generate_candidates(agent, tasks, trajectories, states, p.n, p.seed)
+            candidates, failed = generate_candidates(agent, tasks, trajectories, states, p.n, p.seed, keep=kept)
         out.served.update(served_records({"candidates.policy": policy}, out.inputs))
         states.write_parquet(out.dir / "states.parquet")
         candidates.write_parquet(out.dir / CANDIDATES)
@@ -50,6 +54,7 @@ def main() -> None:
             answer_share=round(float(answers.mean()), 4) if candidates.height else 0.0,
             mean_tokens=round(float(candidates["n_tokens"].mean()), 2) if candidates.height else 0.0,
         )
+    kept.path.unlink(missing_ok=True)
     print(json.dumps(out.metrics, indent=2))
 
 

@@ -323,6 +323,32 @@ def checkpoint_path(stage: str, params: dict[str, BaseModel | object], inputs: l
     return Path(".sweetflow/checkpoints") / f"{stage}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
 
 
+class JsonLines:
+    """Finished work of a stage, one JSON record a line, appended and fsynced a batch at a time, for a rerun
+    of a run cut off (at a `checkpoint_path`). A line a kill tore mid-write is skipped when read: the work it
+    held is simply done again."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+
+    def read(self) -> list[dict]:
+        records = []
+        if self.path.exists():
+            for line in self.path.read_text().splitlines():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+        return records
+
+    def append(self, records: list[dict]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a") as fh:
+            fh.write("".join(json.dumps(r) + "\n" for r in records))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
 @contextmanager
 def written_whole(directory: Path) -> Iterator[Path]:
     """A directory to fill (the block's), renamed to `directory` once the block ends: a kill or an error in

@@ -8,6 +8,7 @@ import hashlib
 import polars as pl
 from tqdm import tqdm
 
+from sweetflow.core.artifacts import JsonLines
 from sweetflow.core.tables import dialogues_by_trajectory, turn_limits_by_trajectory
 from sweetflow.dialogue import Agent, AgentTurn
 from sweetflow.views import dialogue_view
@@ -41,10 +42,13 @@ def generate_candidates(
     n: int,
     seed: int,
     chunk: int = 128,
+    keep: JsonLines | None = None,
 ) -> tuple[pl.DataFrame, int]:
     """`n` actions of `agent` at each state (CANDIDATE_SCHEMA rows) and how many generations failed
     (e.g. a prompt longer than the model's context); a failed candidate is left out. The log-probs
-    are null where the agent's backend returns none (`transformers serve`)."""
+    are null where the agent's backend returns none (`transformers serve`). Generated `chunk` at a time;
+    each chunk done is appended to `keep`, and a rerun reads the chunks kept there instead of generating
+    them again (on a real model on a CPU the stage takes most of an hour)."""
     dialogues, limits = dialogues_by_trajectory(trajectories), turn_limits_by_trajectory(trajectories)
     jobs = []
     for state in states.iter_rows(named=True):
@@ -53,24 +57,32 @@ def generate_candidates(
         for k in range(n):
             view = dialogue_view(tasks[state["task_id"]], prefix, limit, candidate_seed(seed, state["state_id"], k))
             jobs.append((state, k, view))
+    kept = {(r["start"], r["size"]): r for r in keep.read()} if keep is not None else {}
     rows, failed = [], 0
     with tqdm(total=len(jobs), desc="candidates", unit="action") as bar:
         for start in range(0, len(jobs), chunk):
             part = jobs[start : start + chunk]
-            for (state, k, _), turn in zip(part, agent.act([view for _, _, view in part])):
-                if isinstance(turn, AgentTurn):
-                    rows.append(
-                        {
-                            **state,
-                            "candidate": k,
-                            "message": turn.message,
-                            "logprob_sum": turn.logprob_sum,
-                            "logprob_mean": turn.logprob_mean,
-                            "n_tokens": turn.n_tokens,
-                        }
-                    )
-                else:
-                    failed += 1
+            done = kept.get((start, len(part)))
+            if done is None:
+                done = {"start": start, "size": len(part), "rows": [], "failed": 0}
+                for (state, k, _), turn in zip(part, agent.act([view for _, _, view in part])):
+                    if isinstance(turn, AgentTurn):
+                        done["rows"].append(
+                            {
+                                **state,
+                                "candidate": k,
+                                "message": turn.message,
+                                "logprob_sum": turn.logprob_sum,
+                                "logprob_mean": turn.logprob_mean,
+                                "n_tokens": turn.n_tokens,
+                            }
+                        )
+                    else:
+                        done["failed"] += 1
+                if keep is not None:
+                    keep.append([done])
+            rows += done["rows"]
+            failed += done["failed"]
             bar.update(len(part))
     frame = pl.DataFrame(rows, schema=CANDIDATE_SCHEMA) if rows else CANDIDATE_SCHEMA.to_frame()
     return frame.select(CANDIDATE_SCHEMA.names()), failed

@@ -9,8 +9,6 @@ checkpoint reuses every episode it saved and ends with exactly one trajectory pe
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -19,6 +17,7 @@ from pathlib import Path
 import polars as pl
 from tqdm import tqdm
 
+from sweetflow.core.artifacts import JsonLines
 from sweetflow.core.errors import StageFailed
 from sweetflow.core.params import EpisodeParams
 from sweetflow.core.secrets import redact
@@ -76,31 +75,12 @@ class Episode:
         return rows
 
 
-class Checkpoint:
-    """Finished episodes, one JSON line each, appended and fsynced batch by batch."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
+class Checkpoint(JsonLines):
+    """Finished episodes, one JSON line each, appended batch by batch."""
 
     def load(self) -> dict[tuple[str, int], dict]:
-        done: dict[tuple[str, int], dict] = {}
-        if not self.path.exists():
-            return done
-        for line in self.path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line torn by a kill mid-write; that episode is simply run again
-            if record.get("failure") is None:  # failed episodes are retried on resume
-                done[(record["task_id"], record["sample"])] = record
-        return done
-
-    def append(self, records: list[dict]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a") as fh:
-            fh.write("".join(json.dumps(r) + "\n" for r in records))
-            fh.flush()
-            os.fsync(fh.fileno())
+        """The episodes to keep by (task_id, sample): failed ones are run again on resume."""
+        return {(r["task_id"], r["sample"]): r for r in self.read() if r.get("failure") is None}
 
 
 def run_episodes(

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from sweetflow.agents.transformers import TransformersAgent
+from sweetflow.core.artifacts import JsonLines
 from sweetflow.core.tables import to_frame
 from sweetflow.dialogue import AGENT
 from sweetflow.models.checkpoint import load_checkpoint
@@ -168,6 +169,37 @@ def test_the_same_seed_gives_the_same_candidates(checkpoint, candidates, tasks, 
         again["message"].to_list()
         == frame.filter(pl.col("state_id").is_in(states.head(2)["state_id"].implode()))["message"].to_list()
     )
+
+
+class Interrupted(Exception):
+    """Stands for a kill between two batches of candidates."""
+
+
+class CountingAgent:
+    """The agent, its batches counted; raises Interrupted at batch `fail_at`."""
+
+    def __init__(self, agent, fail_at: int | None = None):
+        self.agent, self.fail_at, self.batches = agent, fail_at, 0
+
+    def act(self, views):
+        self.batches += 1
+        if self.batches == self.fail_at:
+            raise Interrupted
+        return self.agent.act(views)
+
+
+def test_candidates_cut_off_between_batches_resume_with_the_batches_kept(checkpoint, tasks, trajectories, tmp_path):
+    states = sample_turn_states(trajectories, 0.2, seed=0).head(3)  # 9 candidates: batches of 4, 4 and 1
+    agent = TransformersAgent(transformers_agent(str(checkpoint), max_new_tokens=24))
+    whole, _ = generate_candidates(agent, tasks, trajectories, states, 3, seed=0, chunk=4)
+    kept = JsonLines(tmp_path / "candidates.jsonl")
+    with pytest.raises(Interrupted):
+        generate_candidates(CountingAgent(agent, fail_at=2), tasks, trajectories, states, 3, 0, chunk=4, keep=kept)
+    assert [r["start"] for r in kept.read()] == [0]
+    rerun = CountingAgent(agent)
+    resumed, failed = generate_candidates(rerun, tasks, trajectories, states, 3, seed=0, chunk=4, keep=kept)
+    assert rerun.batches == 2 and failed == 0  # the two batches the cut-off run did not finish
+    assert resumed.equals(whole)
 
 
 def test_step_pairs_become_state_plus_candidate_sequences_in_the_policy_view(
