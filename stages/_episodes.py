@@ -78,9 +78,7 @@ def checkpoint_evaluation_stage(stage: Stage, directory: str, split: str = "test
     checkpoints = {seed: checkpoint_for_seed(directory, seed) for seed in params.seeds}
     inputs = [tasks, *dict.fromkeys(checkpoints.values())]
     task_rows = read_tasks(domain, split)
-    progress = {
-        seed: checkpoint_path(f"{stage.name}-seed{seed}", stage.sections, [tasks, c]) for seed, c in checkpoints.items()
-    }
+    progress = seed_progress(stage.name, stage.sections, tasks, checkpoints)
     policies = {seed: p.policy.model_copy(update={"checkpoint": str(c)}) for seed, c in checkpoints.items()}
     with stage.output(inputs, p.seed) as out:
         jobs = {
@@ -113,6 +111,13 @@ def checkpoint_evaluation_stage(stage: Stage, directory: str, split: str = "test
     for path in progress.values():
         path.unlink(missing_ok=True)
     return out.metrics
+
+
+def seed_progress(stage: str, sections: dict, tasks: str, checkpoints: dict[int, Path]) -> dict[int, Path]:
+    """Where each seed's evaluation keeps its finished episodes (`checkpoint_path`), named by what decides them:
+    not `evaluate.processes`, how many seeds run at once, so a rerun with another count resumes them too."""
+    sections = {key: value for key, value in sections.items() if key != "evaluate.processes"}
+    return {seed: checkpoint_path(f"{stage}-seed{seed}", sections, [tasks, c]) for seed, c in checkpoints.items()}
 
 
 def model_modules(checkpoints) -> list[str]:
