@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import shutil
@@ -39,6 +40,7 @@ from pydantic import BaseModel
 
 from sweetflow.core import reproducibility
 from sweetflow.core.errors import disk_full, disk_full_error
+from sweetflow.core.params import ParamsError
 
 MANIFEST = "manifest.json"
 # Files in an output directory that are bookkeeping, not data: our manifest (it records the data's
@@ -321,6 +323,24 @@ def checkpoint_path(stage: str, params: dict[str, BaseModel | object], inputs: l
         sort_keys=True,
     )
     return Path(".sweetflow/checkpoints") / f"{stage}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsonl"
+
+
+SAVE_EVERY_VARIABLE, SAVE_EVERY_DEFAULT = "SWEETFLOW_SAVE_EVERY_S", 900.0
+
+
+def save_every_seconds(env: dict[str, str]) -> float:
+    """Seconds between two saves of what a long run keeps for a rerun (a training's state, a pass's rows):
+    SWEETFLOW_SAVE_EVERY_S, else 15 minutes."""
+    value = env.get(SAVE_EVERY_VARIABLE)
+    if value is None:
+        return SAVE_EVERY_DEFAULT
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ParamsError(f"{SAVE_EVERY_VARIABLE}={value!r}: not a number of seconds (0 saves after every step)")
+    return seconds
 
 
 class JsonLines:

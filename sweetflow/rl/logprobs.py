@@ -21,10 +21,9 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from sweetflow.core.artifacts import temporary_path
+from sweetflow.core.artifacts import save_every_seconds, temporary_path
 from sweetflow.core.requirements import check
 from sweetflow.rl.batching import collate_shared_prefix
-from sweetflow.rl.loop import save_every_seconds
 from sweetflow.rl.sequences import NOT_SCORED, SegmentedSequence
 
 check()  # `out.cache` of a forward pass: transformers 5.24

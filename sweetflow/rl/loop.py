@@ -38,7 +38,7 @@ from accelerate.utils import parse_flag_from_env, send_to_device, set_seed
 from torch.utils.data import DataLoader
 from tqdm import tqdm
 
-from sweetflow.core.artifacts import temporary_path
+from sweetflow.core.artifacts import save_every_seconds, temporary_path
 from sweetflow.core.params import LoraParams, ParamsError, TrainerParams, TrainingParams
 from sweetflow.rl.batching import LengthGroupedBatches, micro_batches
 from sweetflow.rl.run_state import load_run_state, remove_run_state, save_run_state
@@ -200,25 +200,8 @@ class TrainRun:
     # run is started again; None: kept nowhere. Removed once the run finishes.
     resume_dir: Path | str | None = None
     # Seconds between two saves of that state: the most training a kill loses. How the run is kept, not what
-    # it learns (a run saving at every step ends with the same bytes), so not a param: SAVE_EVERY_VARIABLE.
+    # it learns (a run saving at every step ends with the same bytes), so not a param: SWEETFLOW_SAVE_EVERY_S.
     save_every_s: float = field(default_factory=lambda: save_every_seconds(os.environ))
-
-
-SAVE_EVERY_VARIABLE, SAVE_EVERY_DEFAULT = "SWEETFLOW_SAVE_EVERY_S", 900.0
-
-
-def save_every_seconds(env: dict[str, str]) -> float:
-    """Seconds between two saves of a resumable run's state: SWEETFLOW_SAVE_EVERY_S, else 15 minutes."""
-    value = env.get(SAVE_EVERY_VARIABLE)
-    if value is None:
-        return SAVE_EVERY_DEFAULT
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ParamsError(f"{SAVE_EVERY_VARIABLE}={value!r}: not a number of seconds (0 saves after every step)")
-    return seconds
 
 
 class Objective(ABC):

@@ -19,9 +19,11 @@ from sweetflow.core.artifacts import (
     content_hash,
     read_manifest,
     read_run_record,
+    save_every_seconds,
     stage_output,
     written_whole,
 )
+from sweetflow.core.params import ParamsError
 from tests.support.params import project_params
 from tests.support.project import ROOT
 
@@ -188,3 +190,15 @@ def test_a_stage_that_ran_a_model_names_its_device_and_dtype_and_the_record_its_
     assert read_manifest(tmp_path / "out")["devices"] == {"critic": {"device": expected, "dtype": "bfloat16"}}
     gpus = read_run_record("rank@backend-with_info")["machine"]["gpus"]
     assert len(gpus) == torch.cuda.device_count() and all(g["name"] and g["memory_gb"] > 0 for g in gpus)
+
+
+@given(seconds=st.floats(0, 1e6, allow_nan=False))
+def test_the_save_interval_is_read_from_the_environment_or_is_fifteen_minutes(seconds):
+    assert save_every_seconds({"SWEETFLOW_SAVE_EVERY_S": repr(seconds)}) == seconds
+    assert save_every_seconds({}) == 900.0
+
+
+@pytest.mark.parametrize("value", ["", "15m", "-1", "nan", "inf"])
+def test_a_save_interval_that_is_not_a_number_of_seconds_is_refused_naming_the_variable(value):
+    with pytest.raises(ParamsError, match=f"SWEETFLOW_SAVE_EVERY_S={value!r}: not a number of seconds"):
+        save_every_seconds({"SWEETFLOW_SAVE_EVERY_S": value})

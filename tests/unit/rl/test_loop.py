@@ -24,7 +24,6 @@ from sweetflow.rl.loop import (
     fit,
     launch_processes,
     lr_at,
-    save_every_seconds,
 )
 from tests.support.params import training_params
 
@@ -140,18 +139,6 @@ def test_the_launch_takes_its_process_count_from_params_then_slurm_then_the_gpus
     if not torch.cuda.device_count():  # this machine
         with pytest.raises(ParamsError, match="no GPU is visible and training.processes is null"):
             launch_processes(engine, {})
-
-
-@given(seconds=st.floats(0, 1e6, allow_nan=False))
-def test_the_save_interval_is_read_from_the_environment_or_is_fifteen_minutes(seconds):
-    assert save_every_seconds({"SWEETFLOW_SAVE_EVERY_S": repr(seconds)}) == seconds
-    assert save_every_seconds({}) == 900.0
-
-
-@pytest.mark.parametrize("value", ["", "15m", "-1", "nan", "inf"])
-def test_a_save_interval_that_is_not_a_number_of_seconds_is_refused_naming_the_variable(value):
-    with pytest.raises(ParamsError, match=f"SWEETFLOW_SAVE_EVERY_S={value!r}: not a number of seconds"):
-        save_every_seconds({"SWEETFLOW_SAVE_EVERY_S": value})
 
 
 class Scale(Objective):

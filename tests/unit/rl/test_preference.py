@@ -15,6 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from transformers import LlamaForCausalLM
 
+from sweetflow.core.artifacts import SAVE_EVERY_VARIABLE
 from sweetflow.core.params import TrainerParams
 from sweetflow.models.tiny import tiny_config
 from sweetflow.rl.batching import collate_segmented, collate_shared_prefix
@@ -27,7 +28,7 @@ from sweetflow.rl.logprobs import (
     segment_logps,
     token_logprobs,
 )
-from sweetflow.rl.loop import SAVE_EVERY_VARIABLE, TrainRun
+from sweetflow.rl.loop import TrainRun
 from sweetflow.rl.loss import PreferenceLoss, bradley_terry_loss, nll_loss, segment_scores
 from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.sequences import NOT_SCORED, PairData, SegmentedSequence, group_pairs
