@@ -187,7 +187,11 @@ def reference_segment_logps(
     num_segments = max(max(s.segment_ids, default=NOT_SCORED) for s in sequences) + 1
     if num_segments == 0:
         raise ValueError("no sequence has a scored token: nothing to compare")
-    sums, counts = [torch.zeros(0, num_segments)], [torch.zeros(0, num_segments, dtype=torch.int64)]
+    # The rows come back to the CPU, where the training batches that index them are collated.
+    sums, counts = (
+        [torch.zeros(0, num_segments, device="cpu")],
+        [torch.zeros(0, num_segments, dtype=torch.int64, device="cpu")],
+    )
     if done is not None:
         whole_batches = len(done.sums) % batch_size == 0 or len(done.sums) == len(sequences)
         if done.num_segments != num_segments or len(done.sums) > len(sequences) or not whole_batches:
