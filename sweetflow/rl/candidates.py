@@ -64,21 +64,7 @@ def generate_candidates(
             part = jobs[start : start + chunk]
             done = kept.get((start, len(part)))
             if done is None:
-                done = {"start": start, "size": len(part), "rows": [], "failed": 0}
-                for (state, k, _), turn in zip(part, agent.act([view for _, _, view in part])):
-                    if isinstance(turn, AgentTurn):
-                        done["rows"].append(
-                            {
-                                **state,
-                                "candidate": k,
-                                "message": turn.message,
-                                "logprob_sum": turn.logprob_sum,
-                                "logprob_mean": turn.logprob_mean,
-                                "n_tokens": turn.n_tokens,
-                            }
-                        )
-                    else:
-                        done["failed"] += 1
+                done = {"start": start, "size": len(part), **_generate(agent, part)}
                 if keep is not None:
                     keep.append([done])
             rows += done["rows"]
@@ -86,3 +72,23 @@ def generate_candidates(
             bar.update(len(part))
     frame = pl.DataFrame(rows, schema=CANDIDATE_SCHEMA) if rows else CANDIDATE_SCHEMA.to_frame()
     return frame.select(CANDIDATE_SCHEMA.names()), failed
+
+
+def _generate(agent: Agent, jobs: list[tuple[dict, int, object]]) -> dict:
+    """One batch of (state, candidate, view) jobs: the rows of the candidates generated, and how many failed."""
+    rows, failed = [], 0
+    for (state, k, _), turn in zip(jobs, agent.act([view for _, _, view in jobs])):
+        if isinstance(turn, AgentTurn):
+            rows.append(
+                {
+                    **state,
+                    "candidate": k,
+                    "message": turn.message,
+                    "logprob_sum": turn.logprob_sum,
+                    "logprob_mean": turn.logprob_mean,
+                    "n_tokens": turn.n_tokens,
+                }
+            )
+        else:
+            failed += 1
+    return {"rows": rows, "failed": failed}
