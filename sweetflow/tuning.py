@@ -37,7 +37,8 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sweetflow.core.definition import definition
+from sweetflow.core.artifacts import RUNS
+from sweetflow.core.definition import Definition, definition
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import POLICY_METHODS
 
@@ -219,6 +220,7 @@ class Trial:
     experiment: str
     config: dict
     metrics: dict  # the validate stage's metrics: means over seeds, their spread, each seed's own
+    ran_on: str | None = None  # where its policy trained (`ran_on`); None: not known here
 
 
 def choose(trials: list[Trial], headline: tuple[str, str], goal: str) -> dict[str, Trial]:
@@ -262,8 +264,37 @@ def collect(
                 config.pop(k, None)
         else:
             config = {**DEFAULT_NLL, **config}
-        trials.append(Trial(policy, name, config, metrics))
+        trained = definition("policy", domain, policy, root=root)
+        trials.append(Trial(policy, name, config, metrics, ran_on(root, row, trained)))
     return trials
+
+
+RAN_ON_NOTE = (
+    "Ran on: where the trial trained (CPU or GPU, the kernels torch chose, the precision), from its run record; "
+    "— where the record is not in this clone (a trial of another machine, kept by the table)."
+)
+
+
+def ran_on(root: Path, row: dict, trained: Definition) -> str | None:
+    """Where the stage `trained` of the experiment `row` ran, from its run record at the experiment's commit:
+    the CPU (or GPUs), the kernels torch chose and the precision, e.g. "AMD EPYC, AVX2 kernels, fp32", since
+    float results, bf16's above all, differ with them. None where the record is not in this clone's DVC cache
+    (an experiment of another machine)."""
+    import dvc.api
+    from dvc.exceptions import DvcException
+
+    record = next((o for o in trained.outs if Path(o).parent == RUNS), None)
+    if record is None:  # a stage that keeps no run record
+        return None
+    try:
+        machine = json.loads(dvc.api.read(record, repo=str(root), rev=row["rev"]))["machine"]
+    except (DvcException, FileNotFoundError):
+        return None
+    gpus = machine.get("gpus") or []
+    where = ", ".join(sorted({g["name"] for g in gpus})) if gpus else machine["cpu"]
+    kernels = machine.get("kernels", {}).get("aten_kernels")
+    parts = [where, *([f"{kernels} kernels"] if kernels and not gpus else []), row.get("training.precision")]
+    return ", ".join(p for p in parts if p)
 
 
 def _policy_of(name: str, domain: str) -> str:
@@ -295,10 +326,10 @@ def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: t
         "",
         f"Every policy got the same grid: {grid}. "
         "Each row is one DVC experiment that retrained the policy and evaluated it on the validation tasks only "
-        f"(means over seeds, %). Chosen: the best {b}, then {a}, then fewer epochs.",
+        f"(means over seeds, %). Chosen: the best {b}, then {a}, then fewer epochs. {RAN_ON_NOTE}",
         "",
-        f"| policy | learning rate | epochs | nll_coef | step pairs | {a} (%) | {b} (%) | chosen |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| policy | learning rate | epochs | nll_coef | step pairs | {a} (%) | {b} (%) | chosen | ran on |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
 
     def order(t: Trial) -> tuple:
@@ -316,7 +347,7 @@ def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: t
         mark = "**yes**" if best[t.policy].experiment == t.experiment else ""
         out.append(
             f"| `{t.policy}` | {c['learning_rate']:g} | {c['epochs']} | {nll} | {rule(t)} "
-            f"| {t.metrics[a] * 100:.1f} | {t.metrics[b] * 100:.1f} | {mark} |"
+            f"| {t.metrics[a] * 100:.1f} | {t.metrics[b] * 100:.1f} | {mark} | {t.ran_on or '—'} |"
         )
     return "\n".join(out) + "\n"
 
@@ -457,6 +488,7 @@ class CriticTrial:
     config: dict  # {"learning_rate": ...}
     metrics: dict
     rev: str | None = None  # the experiment's commit, whose outputs `pair_critics` reads
+    ran_on: str | None = None  # where the critic trained (`ran_on`); None: not known here
 
 
 def collect_critics(domain: str, root: Path = Path("."), commits: int = 1, on: str | None = None) -> list[CriticTrial]:
@@ -478,7 +510,8 @@ def collect_critics(domain: str, root: Path = Path("."), commits: int = 1, on: s
         if metrics["good_vs_bad_accuracy"] is None:
             continue  # failed before measuring it, or a domain without labels
         config = {"learning_rate": row[f"critics.{critic}.learning_rate"]}
-        trials.append(CriticTrial(critic, name, config, metrics, row["rev"]))
+        trained = definition("critic", domain, critic, root=root)
+        trials.append(CriticTrial(critic, name, config, metrics, row["rev"], ran_on(root, row, trained)))
     return trials
 
 
@@ -507,11 +540,11 @@ def render_critics(domain: str, trials: list[CriticTrial], best: dict[str, Criti
         "tasks was read. Good vs bad: the share of (good, bad) candidate pairs at a state the critic ranks the "
         "right way round. Held-out pairs: trajectory pairs of tasks kept out of its training. Drift: the NLL of "
         "the held-out turns before → after, and the mean per-token KL to its reference there. Chosen: the best "
-        "good vs bad, then held-out pair accuracy, then the lower rate.",
+        f"good vs bad, then held-out pair accuracy, then the lower rate. {RAN_ON_NOTE}",
         "",
         "| critic | learning rate | good vs bad (%) | states | held-out pairs (%) | held-out NLL | KL to reference "
-        "| score vs length (r) | chosen |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| score vs length (r) | chosen | ran on |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def number(value, form: str, scale: float = 1) -> str:
@@ -529,6 +562,7 @@ def render_critics(domain: str, trials: list[CriticTrial], best: dict[str, Criti
             number(m["heldout_kl_to_reference"], ".3f"),
             number(m["score_length_corr"], "+.2f"),
             "**yes**" if best[t.critic].experiment == t.experiment else "",
+            t.ran_on or "—",
         ]
         out.append(f"| {' | '.join(cells)} |")
     return "\n".join(out) + "\n"

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sweetflow.core.artifacts import machine
 from sweetflow.core.errors import InputError
 from sweetflow.report.critic_intervals import accuracy_difference
 from sweetflow.tuning import (
@@ -21,6 +22,7 @@ from sweetflow.tuning import (
     Trial,
     choose,
     choose_critics,
+    collect,
     collect_critics,
     compare_critics,
     configurations,
@@ -120,8 +122,8 @@ def test_the_table_lists_every_trial_and_marks_one_per_policy(tmp_path):
     table = render("backend", trials, best, HEADLINE)
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     assert len(rows) == 4 and sum("**yes**" in r for r in rows) == 2
-    assert "| `sweet` | 0.0001 | 1 | 0.01 (dialogue, per sequence) | — | 40.0 | 10.0 |  |" in rows
-    assert "| `rft` | 0.001 | 4 | — | — | 40.0 | 30.0 | **yes** |" in rows
+    assert "| `sweet` | 0.0001 | 1 | 0.01 (dialogue, per sequence) | — | 40.0 | 10.0 |  | — |" in rows
+    assert "| `rft` | 0.001 | 4 | — | — | 40.0 | 30.0 | **yes** | — |" in rows
     assert "the preference methods the NLL term" in table  # two NLL settings were tried
     write_table("backend", trials, best, HEADLINE, tmp_path)
     data = json.loads((tmp_path / "backend.json").read_text())
@@ -246,8 +248,9 @@ def test_a_critic_is_chosen_on_good_vs_bad_then_held_out_pairs_then_the_smaller_
 def test_the_critic_table_shows_accuracy_beside_drift_and_is_read_back_as_critics(tmp_path):
     trials = [critic_trial("with_info", 2e-6, 0.71, 0.8), critic_trial("with_info", 2e-4, 0.65, 0.9)]
     best = choose_critics(trials)
-    assert "| `with_info` | 2e-06 | 71.0 | 210 | 80.0 | 0.150 → 0.200 | 0.010 | -0.30 | **yes** |" in render_critics(
-        "backend", trials, best
+    assert (
+        "| `with_info` | 2e-06 | 71.0 | 210 | 80.0 | 0.150 → 0.200 | 0.010 | -0.30 | **yes** | — |"
+        in render_critics("backend", trials, best)
     )
     write_critic_table("backend", trials, best, tmp_path)
     assert read_choices(tmp_path / "backend-critics.json") == ("critics", {"with_info": {"learning_rate": 2e-6}})
@@ -411,6 +414,62 @@ def test_two_critics_are_compared_paired_by_state_at_each_rate_from_their_experi
     table = (tmp_path / "out/backend-critics.md").read_text()
     assert re.search(r"\| 0\.001 \| 0\.0001 \| .* \| 12 \| \*\*yes\*\* \|", table)
     assert json.loads((tmp_path / "out/backend-critics.json").read_text())["pairs"][2]["rate_b"] == 1e-4
+
+
+def test_policy_trials_are_read_back_with_where_each_policy_trained(tmp_path, monkeypatch):
+    """Two learning rates of one policy through `dvc exp run` of stand-in policy and validate stages, the
+    policy's writing its run record as every stage does: each trial read back names the machine, kernels and
+    precision it trained on, and keeps them in the table, which a later commit without the experiments reads."""
+    import torch  # noqa: F401  (its kernels are part of where a policy trained)
+
+    run = dvc_project(tmp_path, monkeypatch)
+    (tmp_path / "params.yaml").write_text(
+        "training:\n  precision: bf16\npolicies:\n  rft:\n    learning_rate: 0.001\n    epochs: 1\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import pathlib, torch, yaml\n"
+        "from sweetflow.core.artifacts import machine, write_run_record\n"
+        "lr = yaml.safe_load(open('params.yaml'))['policies']['rft']['learning_rate']\n"
+        "pathlib.Path('models').mkdir(exist_ok=True)\n"
+        "pathlib.Path('models/rft.txt').write_text(str(lr))\n"
+        "write_run_record('policy@backend-rft', {'machine': machine()})\n"
+    )
+    (tmp_path / "validate.py").write_text(
+        "import json, pathlib\n"
+        "lr = float(pathlib.Path('models/rft.txt').read_text())\n"
+        "pathlib.Path('reports').mkdir(exist_ok=True)\n"
+        "pathlib.Path('reports/rft.json').write_text(json.dumps({'success_rate': 0.5 - lr, 'tests_passed': 0.6}))\n"
+    )
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n"
+        "  policy:\n    matrix: {domain: [backend], policy: [rft]}\n    cmd: python train.py\n"
+        "    deps: [train.py]\n    params: [policies, training]\n"
+        "    outs: [models/rft.txt, reports/runs/policy@backend-rft.json]\n"
+        "  validate:\n    matrix: {domain: [backend], policy: [rft]}\n    cmd: python validate.py\n"
+        "    deps: [validate.py, models/rft.txt]\n    metrics: [reports/rft.json: {cache: false}]\n"
+    )
+    run("git", "add", "-A")
+    run("git", "commit", "-qm", "project")
+    grid = {"grid": "lr-epochs", "root": tmp_path, "queued": False, "learning_rates": (1e-4, 1e-2), "epochs": (1,)}
+    names = launch("backend", {"rft": "rft"}, **grid)
+    trials = collect("backend", {"rft": "rft"}, root=tmp_path)
+    here = machine()
+    trained_on = (
+        ", ".join(sorted({g["name"] for g in here["gpus"]}))
+        if here["gpus"]
+        else f"{here['cpu']}, {here['kernels']['aten_kernels']} kernels"
+    )
+    assert sorted(t.experiment for t in trials) == sorted(names)
+    assert {t.ran_on for t in trials} == {f"{trained_on}, bf16"}
+    assert choose(trials, HEADLINE, "success_rate")["rft"].config == {"learning_rate": 1e-4, "epochs": 1}
+    write_table("backend", trials, choose(trials, HEADLINE, "success_rate"), HEADLINE, tmp_path / "tuning")
+    assert f"| 60.0 | 50.0 | **yes** | {trained_on}, bf16 |" in (tmp_path / "tuning/backend.md").read_text()
+
+    (tmp_path / "notes.txt").write_text("another machine\n")
+    run("git", "add", "notes.txt")
+    run("git", "commit", "-qm", "elsewhere")
+    kept = with_recorded(collect("backend", {"rft": "rft"}, root=tmp_path), tmp_path / "tuning/backend.json", Trial)
+    assert sorted((t.experiment, t.ran_on) for t in kept) == sorted((t.experiment, t.ran_on) for t in trials)
 
 
 def trials_at(trials: list[CriticTrial], critic: str, rate: float) -> CriticTrial:
