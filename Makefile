@@ -42,10 +42,10 @@ repro-real:
 # smollm2-faithful", design and decision rule committed before its first run): the critics' learning rate
 # on the training split (one grid and rule for both), every method's four configurations a rate on the 100
 # validation tasks at seed 0 (the critics as chosen), then the experiment `smollm2-faithful` with both
-# choices at 3 seeds on 500 fresh test tasks. Many hours on 2 cores: each configuration is a DVC experiment,
-# one the commit has is skipped, and what ran comes back from the run cache, so an interrupted run resumes;
-# on another machine, one the committed tuning tables record is skipped too (`--resume`), and kept in the table.
-# Last, the run's record (`sweetflow record`) and the critics' intervals on it, for git to keep.
+# choices at 3 seeds on 500 fresh test tasks, a method and a seed at a time (`--points`). Many hours on 2 cores:
+# each configuration and each point is a DVC experiment, one the commit has is skipped, and what ran comes back
+# from the run cache, so an interrupted run resumes; on another machine, one the committed tuning tables or the
+# record's points hold is skipped too (`--resume`, `--points`). Commit the record after each point.
 # Memory: MT-DPO with the NLL term peaked at 24-29 GiB, swap included, before the stages bounded their kept heap
 # (sweetflow/core/memory.py); on a 24 GiB machine a swap file is a cheap guard.
 FAITHFUL := configs/experiments/smollm2-faithful.yaml
@@ -60,10 +60,8 @@ repro-real-faithful:
 	sweetflow tune run --domain backend --grid faithful --policies rft mtdpo sweet --learning-rates 1e-6 1e-5 --epochs 1 2 \
 		--overlay $(FAITHFUL) --tuned $(FAITHFUL_TUNING)/backend-critics.json --set 'seeds=[0]' --out $(FAITHFUL_TUNING) --resume
 	sweetflow tune table --domain backend --overlay $(FAITHFUL) --out $(FAITHFUL_TUNING) --resume
-	dvc exp remove smollm2-faithful 2>/dev/null || true
-	sweetflow experiment $(FAITHFUL) --tuned $(FAITHFUL_TUNING)/backend-critics.json --tuned $(FAITHFUL_TUNING)/backend.json
-	sweetflow record $(FAITHFUL_RECORD)
-	python scripts/critic_intervals.py --json $(FAITHFUL_RECORD)/critics.json > $(FAITHFUL_RECORD)/critics.md
+	sweetflow experiment $(FAITHFUL) --tuned $(FAITHFUL_TUNING)/backend-critics.json --tuned $(FAITHFUL_TUNING)/backend.json \
+		--points $(FAITHFUL_RECORD)
 
 # The code's format and lint first (ruff, pyproject.toml), then the suite, which ends with its 30 slowest
 # tests (where its time goes; CI's log keeps them). Its slice of the chain on a real

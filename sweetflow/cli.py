@@ -268,6 +268,14 @@ def parser_experiment(sub: argparse._SubParsersAction) -> None:
         "policy or critic with the configuration chosen there (an untuned policy with the tuned one of its "
         "method); repeatable",
     )
+    p.add_argument(
+        "--points",
+        type=Path,
+        metavar="RECORD",
+        help="run it a method and a training seed at a time, seed by seed (each point a DVC experiment "
+        "<file>-<method>-seed<k>), and write each finished point into RECORD for git to keep (commit it); a point "
+        "RECORD holds is not run again: a run carried on across machines (sweetflow/points.py)",
+    )
     p.set_defaults(func=cmd_experiment)
 
 
@@ -277,11 +285,45 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
     from sweetflow import experiments
 
+    params = experiments.experiment_params(args.file, args.params)
+    warn_emulated_bf16(params)
+    if args.points:
+        return run_points(args, params)
     command = experiments.run_command(args.file, args.dvc_args, args.params, args.tuned)
-    warn_emulated_bf16(experiments.experiment_params(args.file, args.params))
     # markup=False: `-S train_domains=[frontend]` is not a rich tag.
     console.print(shlex.join(command), highlight=False, markup=False, soft_wrap=True)
     return 0 if args.print else subprocess.run(command).returncode
+
+
+def run_points(args: argparse.Namespace, params) -> int:
+    """`sweetflow experiment --points`: each point the record lacks, as its own DVC experiment, then its results."""
+    import shlex
+    import subprocess
+
+    from sweetflow import experiments, points
+
+    if len(params.train_domains) != 1:
+        raise InputError(f"{args.file}: --points runs one training domain; train_domains is {params.train_domains}")
+    domain, record = params.train_domains[0], args.points
+    todo = points.missing(record, points.plan(params))
+    console.print(f"{record}: {len(todo)} points to run: {', '.join(map(str, todo)) or 'none'}", highlight=False)
+    for point in todo:
+        name = point.experiment(args.file.stem)
+        extra = [*args.dvc_args, *point.targets(domain)]
+        command = experiments.run_command(args.file, extra, args.params, args.tuned, name, {"seeds": [point.seed]})
+        console.print(shlex.join(command), highlight=False, markup=False, soft_wrap=True)
+        if args.print:
+            continue
+        # A point cut off before its end left an experiment of that name only if DVC got to record it: a rerun
+        # replaces it (its stages come back from the run cache).
+        subprocess.run(["dvc", "exp", "remove", name], capture_output=True)
+        returncode = subprocess.run(command).returncode
+        if returncode:
+            return returncode
+        written = points.write_point(record, domain, point, name, params.training.precision)
+        points.write_summary(record, domain)
+        console.print(f"{point}: {written} and its outcomes written; commit {record} now", highlight=False)
+    return 0
 
 
 def warn_emulated_bf16(params) -> None:

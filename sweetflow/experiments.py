@@ -8,9 +8,11 @@ that is null in params.yaml (an option that is off, such as `training.lora`) tak
     sweetflow experiment configs/experiments/frontend.yaml           # dvc exp run -n frontend -S ...
     sweetflow experiment configs/experiments/frontend.yaml --print   # the command, not run
     sweetflow experiment configs/experiments/smollm2.yaml --tuned reports/tuning/backend.json
+    sweetflow experiment configs/experiments/smollm2-faithful.yaml --tuned ... --points reports/experiments/X
 
 `--tuned` adds what a tuning on the validation tasks chose (`sweetflow tune table`'s <domain>.json),
-so that the choice lives in the table it was made in and nowhere else.
+so that the choice lives in the table it was made in and nowhere else. `--points` runs it a method and a
+training seed at a time, each finished point written into a record git keeps (sweetflow/points.py).
 
 DVC then does what it does for any `dvc exp run -S`: it writes the values into params.yaml, reruns
 exactly the stages whose params, code or data changed, and records the run as an experiment.
@@ -129,15 +131,21 @@ def tuned_changes(
 
 
 def run_command(
-    path: Path | str, extra: list[str] = (), base: Path | str = PARAMS_FILE, tuned: list[Path | str] = ()
+    path: Path | str,
+    extra: list[str] = (),
+    base: Path | str = PARAMS_FILE,
+    tuned: list[Path | str] = (),
+    name: str | None = None,
+    sets: dict[str, object] | None = None,
 ) -> list[str]:
-    """`dvc exp run -n <name> -S ...` for the experiment file (named after it) and the choices of each
-    `tuned` table (they win over the file's: the critics', then the policies'), then `extra` arguments
-    (e.g. --queue, --temp, or stage targets)."""
+    """`dvc exp run -n <name> -S ...` for the experiment file (named after it unless `name` is given) and the
+    choices of each `tuned` table (they win over the file's: the critics', then the policies'), then `sets` (which
+    win over both, e.g. {"seeds": [1]}), then `extra` arguments (e.g. --queue, --temp, or stage targets)."""
     changes = read_overlay(path, base)
     for table in tuned:
         changes |= tuned_changes(table, base, path)
-    return ["dvc", "exp", "run", "-n", Path(path).stem, *set_arguments(changes), *extra]
+    changes |= sets or {}
+    return ["dvc", "exp", "run", "-n", name or Path(path).stem, *set_arguments(changes), *extra]
 
 
 # CPU flags of native bf16 arithmetic; without them torch emulates bf16 through fp32.

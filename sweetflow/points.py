@@ -1,0 +1,231 @@
+"""An experiment run a point at a time, for a run longer than a machine lasts.
+
+A point is one method at one training seed: a policy's training, its validation and its test evaluation
+(`policy`, `validate`, `evaluate_policy` with `seeds: [k]`), or the base model's test evaluation
+(`evaluate_base`). Each point runs as its own DVC experiment, `<file>-<method>-seed<k>`, and as soon as it
+finishes its results are written into a folder git keeps:
+
+    RECORD/points/<method>/seed<k>.json                 the seed's test metrics, a policy's training summary
+                                                        and validation metrics, the experiment and its CPU
+    RECORD/outcomes/<method>/trajectories-seed<k>.parquet  each test episode's outcome, no dialogue: what
+                                                        the paired intervals read
+    RECORD/points.md, points.json                       every method over the seeds it has so far, and the
+                                                        paired task-bootstrap intervals of the comparisons
+
+DVC's run cache dies with the machine; the record does not. `sweetflow experiment FILE --points RECORD`
+runs the points the record lacks, seed by seed, so a run carried on across machines trains and evaluates
+only what no machine finished, and a finished point costs a commit. A seed's training and evaluation do not
+depend on the other seeds (each seed trains from the base model with its own generator, and each seed's
+episodes have their own), so the points of one seed are what the same experiment with `seeds: [0, 1, 2]`
+computes for that seed. Points of different machines differ by their CPUs' float kernels (and, where the
+shared stages ran again, by those stages' outputs): each point names its CPU.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import polars as pl
+
+from sweetflow.core.artifacts import write_json
+from sweetflow.core.definition import definition
+from sweetflow.core.errors import InputError
+from sweetflow.core.tables import SEED_TRAJECTORIES
+from sweetflow.domain_report import get_domain_report
+from sweetflow.params import Params
+from sweetflow.report.intervals import COMPARISONS, paired_bootstrap, task_means
+from sweetflow.report.read import WARM_STARTED, label, read_base_policy
+
+BASE = "zero_shot"  # the base model's point: the paper's zero-shot row
+POINTS, OUTCOMES, TABLE = "points", "outcomes", "points"
+# What an episode's outcome keeps of its trajectory: enough for every interval and failure count, ~11 KB a seed.
+OUTCOME_COLUMNS = ("task_id", "sample", "seed", "success", "reward", "n_turns", "ended_by")
+
+
+@dataclass(frozen=True)
+class Point:
+    method: str  # a policy of params.yaml, or BASE
+    seed: int
+
+    def __str__(self) -> str:
+        return f"{self.method} seed {self.seed}"
+
+    def experiment(self, stem: str) -> str:
+        """The DVC experiment's name: the experiment file's stem, the method and the seed."""
+        return f"{stem}-{self.method}-seed{self.seed}"
+
+    def targets(self, domain: str) -> list[str]:
+        """The stages that make the point; DVC runs what they depend on first."""
+        if self.method == BASE:
+            return [f"evaluate_base@{domain}"]
+        return [f"validate@{domain}-{self.method}", f"evaluate_policy@{domain}-{self.method}"]
+
+
+def plan(params: Params) -> list[Point]:
+    """Every point of the run, seed by seed (the base model, then each policy as params.yaml lists them), so that a
+    run cut short holds whole seeds of every method rather than every seed of a few."""
+    return [Point(method, seed) for seed in params.seeds for method in (BASE, *params.policies)]
+
+
+def point_file(record: Path, point: Point) -> Path:
+    return record / POINTS / point.method / f"seed{point.seed}.json"
+
+
+def missing(record: Path, points: list[Point]) -> list[Point]:
+    """The points `record` does not hold (a point's file is written last, so one that exists is whole)."""
+    return [p for p in points if not point_file(record, p).is_file()]
+
+
+def write_point(record: Path, domain: str, point: Point, experiment: str, precision: str) -> Path:
+    """The finished point's results, read from the workspace (the working directory) where its experiment just
+    ran, into `record`: everything is read first, then its outcomes are written, then its point file, so that a
+    point file is never there without its outcomes."""
+    stage, item = ("evaluate_base", None) if point.method == BASE else ("evaluate_policy", point.method)
+    test = definition(stage, domain, item)
+    trajectories = Path(test.out) / SEED_TRAJECTORIES.format(seed=point.seed)
+    try:
+        frame = pl.read_parquet(trajectories, columns=list(OUTCOME_COLUMNS))
+    except (FileNotFoundError, pl.exceptions.ColumnNotFoundError) as e:
+        raise InputError(f"{trajectories}: not the finished evaluation of {point} ({e})") from None
+    data = {
+        "method": point.method,
+        "seed": point.seed,
+        "experiment": experiment,
+        "test": _seed_metrics(Path(test.metrics), point),
+        "ran_on": {**cpu(), "precision": precision},
+    }
+    if point.method == BASE:  # the paper's zero-shot is the base as shipped; say when it is not
+        base = read_base_policy(domain)
+        data["warm_started"] = base is not None and base.warm_started
+    else:  # what its training learnt (its losses), and how it did on the validation tasks
+        data["training"] = _seed_metrics(Path(definition("policy", domain, point.method).metrics), point)
+        data["validation"] = _seed_metrics(Path(definition("validate", domain, point.method).metrics), point)
+    outcomes = record / OUTCOMES / point.method / trajectories.name
+    outcomes.parent.mkdir(parents=True, exist_ok=True)
+    frame.write_parquet(outcomes)
+    path = point_file(record, point)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, data)
+    return path
+
+
+def _seed_metrics(path: Path, point: Point) -> dict:
+    try:
+        seeds = json.loads(path.read_text())["seeds"]
+        return seeds[str(point.seed)]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
+        raise InputError(f"{path}: field 'seeds.{point.seed}': no metrics of {point} (did its stage finish?)") from None
+
+
+def cpu() -> dict:
+    """This machine's CPU, by name and type: a virtual machine's name ("AMD EPYC") can hide both a Zen 1 and a
+    Zen 3, whose float kernels differ."""
+    found = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("model name", "cpu family", "model") and key not in found:
+                found[key] = value.strip()
+    except OSError:  # not Linux
+        pass
+    return {"cpu": found.get("model name", "unknown"), "family": found.get("cpu family"), "model": found.get("model")}
+
+
+def read_points(record: Path) -> dict[str, dict[int, dict]]:
+    """Every point `record` holds, {method: {seed: point}}."""
+    found: dict[str, dict[int, dict]] = {}
+    for path in sorted((record / POINTS).glob("*/seed*.json")):
+        try:
+            data = json.loads(path.read_text())
+            found.setdefault(data["method"], {})[int(data["seed"])] = data
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise InputError(f"{path}: not a point file ({e})") from None
+    return found
+
+
+def outcomes(record: Path, method: str, seeds: set[int]) -> pl.DataFrame:
+    files = [record / OUTCOMES / method / SEED_TRAJECTORIES.format(seed=seed) for seed in sorted(seeds)]
+    return pl.concat([pl.read_parquet(f) for f in files])
+
+
+def summary(record: Path, domain: str, comparisons=COMPARISONS) -> dict:
+    """Each method's headline metrics over the seeds it has (their mean, and each seed's), where it ran, and each
+    comparison A − B of `comparisons` both methods have: the paired task-bootstrap interval of the domain's episode
+    measure (the backend's success) over the seeds both have (each task's mean over them), as the report's."""
+    report = get_domain_report(domain)
+    headline, column = report.headline, report.episode_column
+    found = read_points(record)
+    methods = {}
+    for method, by_seed in found.items():
+        seeds = sorted(by_seed)
+        methods[method] = {
+            "seeds": seeds,
+            **{key: sum(by_seed[s]["test"][key] for s in seeds) / len(seeds) for key in headline},
+            "per_seed": {str(s): {key: by_seed[s]["test"][key] for key in headline} for s in seeds},
+            "ran_on": sorted({_where(by_seed[s]["ran_on"]) for s in seeds}),
+            "label": WARM_STARTED if any(by_seed[s].get("warm_started") for s in seeds) else label(method),
+        }
+    compared = []
+    for a, b in comparisons:
+        if a not in found or b not in found:
+            continue
+        seeds = set(found[a]) & set(found[b])
+        if not seeds:
+            continue
+        means = (task_means(outcomes(record, m, seeds), column) for m in (a, b))
+        interval = paired_bootstrap(*means, (a, b))
+        compared.append({**asdict(interval), "measure": report.episode_measure, "seeds": sorted(seeds)})
+    return {"methods": methods, "comparisons": compared}
+
+
+def _where(ran_on: dict) -> str:
+    cpu_type = f" (family {ran_on['family']}, model {ran_on['model']})" if ran_on.get("family") else ""
+    return f"{ran_on['cpu']}{cpu_type}, {ran_on['precision']}"
+
+
+def render(data: dict, domain: str) -> str:
+    """points.md: the methods' table and the comparisons' intervals, in points of percentage."""
+    headline = get_domain_report(domain).headline
+    lines = [
+        "# Points so far",
+        "",
+        "Written by `sweetflow experiment --points` after each point (sweetflow/points.py): each method on the test "
+        "tasks at the training seeds it has so far, the mean over them, and where each ran.",
+        "",
+        f"| method | seeds | {' | '.join(headline)} | per seed | ran on |",
+        f"|---|---|{'---|' * len(headline)}---|---|",
+    ]
+    for method, row in data["methods"].items():
+        means = " | ".join(f"{100 * row[key]:.1f}" for key in headline)
+        per_seed = "; ".join(
+            f"{seed}: " + ", ".join(f"{100 * values[key]:.1f}" for key in headline)
+            for seed, values in row["per_seed"].items()
+        )
+        seeds = ", ".join(map(str, row["seeds"]))
+        lines.append(f"| {row['label']} | {seeds} | {means} | {per_seed} | {'; '.join(row['ran_on'])} |")
+    if data["comparisons"]:
+        lines += [
+            "",
+            "A − B, paired by task over the seeds both have (each task's mean over them), with its 95% percentile "
+            "bootstrap interval over tasks:",
+            "",
+            "| A − B | measure | seeds | difference | interval | tasks |",
+            "|---|---|---|---|---|---|",
+        ]
+        for c in data["comparisons"]:
+            a, b = (data["methods"][m]["label"] for m in (c["a"], c["b"]))
+            lines.append(
+                f"| {a} − {b} | {c['measure']} | {', '.join(map(str, c['seeds']))} | "
+                f"{100 * c['difference']:+.1f} | [{100 * c['low']:+.1f}, {100 * c['high']:+.1f}] | {c['tasks']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(record: Path, domain: str) -> dict:
+    data = summary(record, domain)
+    write_json(record / f"{TABLE}.json", data)
+    (record / f"{TABLE}.md").write_text(render(data, domain))
+    return data

@@ -1,0 +1,174 @@
+"""An experiment run a point at a time (sweetflow/points.py): which points a record lacks, what a finished
+point writes into it (and that a point whose stage did not finish writes nothing), and the table's paired
+intervals over the seeds both methods have. tests/integration/test_points.py runs a point for real."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sweetflow.cli import main
+from sweetflow.core.artifacts import write_json
+from sweetflow.core.errors import InputError
+from sweetflow.experiments import experiment_params
+from sweetflow.points import BASE, OUTCOME_COLUMNS, Point, missing, plan, point_file, summary, write_point
+from sweetflow.report.intervals import paired_bootstrap
+
+ROOT = Path(__file__).resolve().parents[2]
+FAITHFUL = ROOT / "configs" / "experiments" / "smollm2-faithful.yaml"
+TUNED = [
+    ROOT / "reports" / "experiments" / "smollm2-faithful" / "tuning" / f"{t}.json"
+    for t in ("backend-critics", "backend")
+]
+METHODS = (BASE, "rft", "mtdpo", "sweet", "sweet_no_info")
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch) -> Path:
+    """A project's workspace as a point's experiment leaves it: dvc.yaml says where each stage wrote."""
+    shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def seed_metrics(seed: int, success: float) -> dict:
+    return {"success_rate": success, "tests_passed": success + 0.25, "count": 500, "mean_turns": 3.0 + seed}
+
+
+def episodes(successes: list[bool], seed: int) -> pl.DataFrame:
+    """A seed's evaluation as its stage writes it: the outcome columns and the dialogue beside them."""
+    n = len(successes)
+    return pl.DataFrame(
+        {
+            "task_id": [f"t{i}" for i in range(n)],
+            "sample": pl.Series([0] * n, dtype=pl.Int32),
+            "seed": [seed] * n,
+            "success": successes,
+            "reward": [float(s) for s in successes],
+            "n_turns": pl.Series([2] * n, dtype=pl.Int32),
+            "ended_by": ["answer"] * n,
+            "dialogue": ["a long dialogue"] * n,
+        }
+    )
+
+
+def hold(record: Path, method: str, seed: int) -> Path:
+    """A point file in `record`, as a finished point leaves it (only its name matters to the plan)."""
+    path = point_file(record, Point(method, seed))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, {"method": method, "seed": seed})
+    return path
+
+
+def finished(method: str, seed: int, successes: list[bool]) -> None:
+    """The workspace after the point's experiment: its test (and validation) metrics and episodes."""
+    out = Path(f"data/backend/evaluations/{method}")
+    out.mkdir(parents=True, exist_ok=True)
+    episodes(successes, seed).write_parquet(out / f"trajectories-seed{seed}.parquet")
+    rate = sum(successes) / len(successes)
+    test = Path(f"reports/backend/{method}/metrics.json")
+    test.parent.mkdir(parents=True, exist_ok=True)
+    write_json(test, {"success_rate": rate, "seeds": {str(seed): seed_metrics(seed, rate)}})
+    if method != BASE:
+        for stage, metrics in (("validation", seed_metrics(seed, 0.5)), ("policies", {"final_loss": 0.6})):
+            path = Path(f"reports/backend/stages/{stage}/{method}/metrics.json")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_json(path, {"seeds": {str(seed): metrics}})
+
+
+def test_the_plan_goes_seed_by_seed_through_the_base_and_every_policy():
+    points = plan(experiment_params(FAITHFUL, ROOT / "params.yaml"))
+    assert points == [Point(m, s) for s in (0, 1, 2) for m in METHODS]
+    assert points[1].targets("backend") == ["validate@backend-rft", "evaluate_policy@backend-rft"]
+    assert points[0].targets("backend") == ["evaluate_base@backend"]
+    assert points[3].experiment("smollm2-faithful") == "smollm2-faithful-sweet-seed0"
+
+
+@given(held=st.sets(st.tuples(st.sampled_from(METHODS), st.integers(0, 2))))
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_record_skips_exactly_the_points_it_holds_in_the_plans_order(tmp_path_factory, held):
+    record = tmp_path_factory.mktemp("record")
+    points = [Point(m, s) for s in (0, 1, 2) for m in METHODS]
+    for method, seed in held:
+        hold(record, method, seed)
+    assert missing(record, points) == [p for p in points if (p.method, p.seed) not in held]
+
+
+def test_a_finished_point_keeps_its_seeds_metrics_and_outcomes_without_the_dialogues(workspace):
+    finished("sweet", 1, [True, False, True, True])
+    record = workspace / "record"
+    path = write_point(record, "backend", Point("sweet", 1), "faithful-sweet-seed1", "fp32")
+    data = json.loads(path.read_text())
+    assert data["test"] == seed_metrics(1, 0.75) and data["validation"] == seed_metrics(1, 0.5)
+    assert data["training"] == {"final_loss": 0.6}
+    assert data["experiment"] == "faithful-sweet-seed1" and data["ran_on"]["precision"] == "fp32"
+    assert data["ran_on"]["cpu"]
+    outcomes = pl.read_parquet(record / "outcomes" / "sweet" / "trajectories-seed1.parquet")
+    assert outcomes.columns == list(OUTCOME_COLUMNS)
+    assert outcomes.equals(episodes([True, False, True, True], 1).select(OUTCOME_COLUMNS))
+
+
+def test_a_point_whose_evaluation_lacks_its_seed_is_refused_and_writes_nothing(workspace):
+    finished("rft", 0, [True, False])  # the stage ran seed 0; the point asks for seed 2
+    record = workspace / "record"
+    earlier = hold(record, "rft", 0)
+    shutil.copy(Path("data/backend/evaluations/rft/trajectories-seed0.parquet"), "seed2.parquet")
+    shutil.move("seed2.parquet", "data/backend/evaluations/rft/trajectories-seed2.parquet")
+    with pytest.raises(InputError, match=r"reports/backend/rft/metrics.json: field 'seeds.2'"):
+        write_point(record, "backend", Point("rft", 2), "x", "fp32")
+    assert not point_file(record, Point("rft", 2)).exists()
+    assert not (record / "outcomes" / "rft" / "trajectories-seed2.parquet").exists()
+    assert json.loads(earlier.read_text()) == {"method": "rft", "seed": 0}
+
+
+@given(
+    a=st.lists(st.lists(st.booleans(), min_size=6, max_size=6), min_size=1, max_size=3),
+    b=st.lists(st.lists(st.booleans(), min_size=6, max_size=6), min_size=1, max_size=3),
+)
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_comparison_pairs_tasks_over_the_seeds_both_methods_have(tmp_path_factory, monkeypatch, a, b):
+    """SWEET-RL at len(a) seeds, MT-DPO at len(b): the interval is the paired bootstrap of each task's mean over
+    the seeds both have, and each method's row is its mean over its own seeds."""
+    root = tmp_path_factory.mktemp("ws")
+    shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    monkeypatch.chdir(root)
+    record = root / "record"
+    for method, seeds in (("sweet", a), ("mtdpo", b)):
+        for seed, successes in enumerate(seeds):
+            finished(method, seed, successes)
+            write_point(record, "backend", Point(method, seed), f"{method}-{seed}", "fp32")
+    data = summary(record, "backend")
+    common = range(min(len(a), len(b)))
+
+    def means(seeds):
+        return {f"t{i}": sum(seeds[s][i] for s in common) / len(common) for i in range(6)}
+
+    [compared] = data["comparisons"]
+    expected = paired_bootstrap(means(a), means(b), ("sweet", "mtdpo"))
+    assert (compared["a"], compared["b"], compared["seeds"]) == ("sweet", "mtdpo", list(common))
+    assert compared["difference"] == pytest.approx(expected.difference)
+    assert (compared["low"], compared["high"]) == pytest.approx((expected.low, expected.high))
+    assert data["methods"]["sweet"]["success_rate"] == pytest.approx(sum(map(sum, a)) / (6 * len(a)))
+    assert data["methods"]["sweet"]["seeds"] == list(range(len(a)))
+
+
+def test_print_lists_only_the_points_the_record_lacks_each_at_its_seed(tmp_path, capsys):
+    record = tmp_path / "record"
+    for method in METHODS:
+        hold(record, method, 0)
+    args = ["experiment", str(FAITHFUL), "--params", str(ROOT / "params.yaml"), "--points", str(record), "--print"]
+    assert main([*args, *(x for t in TUNED for x in ("--tuned", str(t)))]) == 0
+    out = capsys.readouterr().out
+    commands = [line for line in out.splitlines() if line.startswith("dvc exp run")]
+    assert len(commands) == 10 and all("-S 'seeds=[0]'" not in c for c in commands)
+    first = commands[0]
+    assert first.startswith("dvc exp run -n smollm2-faithful-zero_shot-seed1 ")
+    assert "-S 'seeds=[1]'" in first and first.endswith(" evaluate_base@backend")
+    assert commands[1].endswith("validate@backend-rft evaluate_policy@backend-rft")
+    assert "policies.sweet.learning_rate=1.0e-06" in commands[1]  # the tuned choices, as a whole run has them
