@@ -317,7 +317,12 @@ def run_points(args: argparse.Namespace, params) -> int:
         raise InputError(f"{args.file}: --points runs one training domain; train_domains is {params.train_domains}")
     domain, record = params.train_domains[0], args.points
     todo = points.missing(record, points.plan(params, args.methods))
-    console.print(f"{record}: {len(todo)} points to run: {', '.join(map(str, todo)) or 'none'}", highlight=False)
+    console.print(
+        f"{record}: {len(todo)} points to run: {', '.join(map(str, todo)) or 'none'}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
     for point in todo:
         name = point.experiment(args.file.stem)
         extra = [*args.dvc_args, *point.targets(domain)]
@@ -325,15 +330,20 @@ def run_points(args: argparse.Namespace, params) -> int:
         console.print(shlex.join(command), highlight=False, markup=False, soft_wrap=True)
         if args.print:
             continue
-        # A point cut off before its end left an experiment of that name only if DVC got to record it: a rerun
-        # replaces it (its stages come back from the run cache).
+        # An experiment of that name already here (a point that finished but whose results were not written, say)
+        # would make DVC refuse the name: it is replaced, its stages coming back from the run cache.
         subprocess.run(["dvc", "exp", "remove", name], capture_output=True)
         returncode = subprocess.run(command).returncode
         if returncode:
             return returncode
         written = points.write_point(record, domain, point, name, params.training.precision)
         points.write_summary(record, domain)
-        console.print(f"{point}: {written} and its outcomes written; commit {record} now", highlight=False)
+        console.print(
+            f"{point}: {written} and its outcomes written; commit {record} now",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     return 0
 
 

@@ -140,14 +140,14 @@ def cpu() -> dict:
 
 def read_points(record: Path) -> dict[str, dict[int, dict]]:
     """Every point `record` holds, {method: {seed: point}}."""
-    found: dict[str, dict[int, dict]] = {}
+    found: dict[str, dict[int, dict]] = {BASE: {}}  # the base's row first, as in the report
     for path in sorted((record / POINTS).glob("*/seed*.json")):
         try:
             data = json.loads(path.read_text())
             found.setdefault(data["method"], {})[int(data["seed"])] = data
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
             raise InputError(f"{path}: not a point file ({e})") from None
-    return found
+    return {method: by_seed for method, by_seed in found.items() if by_seed}
 
 
 def outcomes(record: Path, method: str, seeds: set[int]) -> pl.DataFrame:
