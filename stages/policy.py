@@ -7,7 +7,8 @@ sweetflow/rl/methods/ (`rft`, `mtdpo`, `sweet`), which reads its data and runs i
 method needs. The data are read, and the base model's log-probs of them computed, once for all
 seeds. Resumable: a run cut off keeps the seeds it finished (`FinishedSeeds`), the base model's
 log-probs as far as it computed them and the state of the seed it was training (both saved every
-`TrainRun.save_every_s`), and trains only what is left. Writes `models/DOMAIN/policies/NAME/`
+`TrainRun.save_every_s`), and trains only what is left. The base model's log-probs stay kept after the
+stage, for a run of the same policy at other seeds. Writes `models/DOMAIN/policies/NAME/`
 (`seed<k>/`: a checkpoint per seed; what the method keeps beside them, `reference_logps.pt` for the
 preference methods; `manifest.json`) and `reports/DOMAIN/stages/policies/NAME/` (`metrics.json`: data
 counts and each seed's training summary; `plots/seed<k>/`: DVCLive curves).
@@ -66,7 +67,11 @@ def main() -> None:
     # or inside the seed it was training. Under `accelerate launch` every process trains; the main one alone keeps
     # the seeds and writes the output.
     finished = FinishedSeeds(checkpoint_path(stage.name, stage.sections, inputs).with_suffix(""))
-    training.prepare(finished.directory)
+    # What every seed shares is named by all but `seeds` and outlives the stage (a preference method's reference
+    # log-probs, a few numbers a sequence and up to hours on a CPU): a run of the same policy at other seeds, such
+    # as an experiment's next point (sweetflow/points.py), reads it instead of computing it again.
+    shared = {key: value for key, value in stage.sections.items() if key != "seeds"}
+    training.prepare(checkpoint_path(f"{stage.name}-shared", shared, inputs).with_suffix(""))
     del base, source  # each seed starts from a fresh copy
     main_process = process_state().is_main_process
     with live_report(stage.report_dir) as live:
@@ -128,12 +133,11 @@ class FinishedSeed:
 
 
 class FinishedSeeds:
-    """The seeds a run of the stage has finished, kept outside its output until the output holds them all:
-    on a real model each seed's training takes hours on a CPU, and a stage cut off at its third seed would
-    otherwise train the first two again. The seed being trained keeps its state beside them (`training`),
-    and so does the method what all seeds share (`Training.prepare`). The directory is named by everything
-    that decides the training (`checkpoint_path`: the params sections and the inputs' hashes), so a changed
-    configuration never resumes from another's seeds; a seed appears in it only whole."""
+    """The seeds a run of the stage has finished, kept outside its output until the output holds them all: on a
+    real model each seed's training takes hours on a CPU, and a stage cut off at its third seed would otherwise
+    train the first two again. The seed being trained keeps its state beside them (`training`). The directory is
+    named by everything that decides the training (`checkpoint_path`: the params sections and the inputs'
+    hashes), so a changed configuration never resumes from another's seeds; a seed appears in it only whole."""
 
     def __init__(self, directory: Path | str):
         self.directory = Path(directory)

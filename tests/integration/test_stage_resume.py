@@ -71,7 +71,10 @@ def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again
     assert f"policy@backend-{method}: seed 0 restored" in resumed.stderr
     assert ("reference log-probs: read from" in resumed.stderr) == (method == "mtdpo")
     assert "seed 1 restored" not in resumed.stderr and "seed 2 restored" not in resumed.stderr
-    assert not list((project / KEPT).iterdir())  # cleared once the output holds every seed
+    # The seeds are cleared once the output holds them all; what every seed shares (MT-DPO's reference log-probs)
+    # stays for a run of the same policy at other seeds.
+    left = [p.name for p in (project / KEPT).iterdir()]
+    assert len(left) == (method == "mtdpo") and all(n.startswith(f"policy@backend-{method}-shared-") for n in left)
 
     subprocess.run(policy, cwd=clean, env=env, check=True, capture_output=True, timeout=600)
     kept = [f"seed{seed}" for seed in (0, 1, 2)] + (["reference_logps.pt"] if method == "mtdpo" else [])
@@ -80,6 +83,11 @@ def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again
     metrics = [json.loads((root / report / "metrics.json").read_text()) for root in (project, clean)]
     assert metrics[0] == metrics[1] and set(metrics[0]["seeds"]) == {"0", "1", "2"}
     assert content_hash(project / report / "plots") == content_hash(clean / report / "plots")
+    if method == "mtdpo":  # a run at one of those seeds alone (a point) reads them, and trains that seed alike
+        _set_params(project, {"seeds": [1]})
+        alone = subprocess.run(policy, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+        assert alone.returncode == 0 and "reference log-probs: read from" in alone.stderr, alone.stderr
+        assert content_hash(project / output / "seed1") == content_hash(clean / output / "seed1")
 
 
 @pytest.mark.parametrize("processes", [1, 2])
