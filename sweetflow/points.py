@@ -6,7 +6,8 @@ A point is one method at one training seed: a policy's training, its validation 
 finishes its results are written into a folder git keeps:
 
     RECORD/points/<method>/seed<k>.json                 the seed's test metrics, a policy's training summary
-                                                        and validation metrics, the experiment and its CPU
+                                                        and validation metrics, the experiment, its commit
+                                                        and its CPU
     RECORD/outcomes/<method>/trajectories-seed<k>.parquet  each test episode's outcome, no dialogue: what
                                                         the paired intervals read
     RECORD/points.md, points.json                       every method over the seeds it has so far, and the
@@ -24,6 +25,7 @@ shared stages ran again, by those stages' outputs): each point names its CPU.
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -97,6 +99,7 @@ def write_point(record: Path, domain: str, point: Point, experiment: str, precis
         "method": point.method,
         "seed": point.seed,
         "experiment": experiment,
+        "commit": _head(),
         "test": _seed_metrics(Path(test.metrics), point),
         "ran_on": {**cpu(), "precision": precision},
     }
@@ -121,6 +124,13 @@ def _seed_metrics(path: Path, point: Point) -> dict:
         return seeds[str(point.seed)]
     except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
         raise InputError(f"{path}: field 'seeds.{point.seed}': no metrics of {point} (did its stage finish?)") from None
+
+
+def _head() -> str | None:
+    """The commit the point's experiment ran on (its code; the experiment file and tuning tables there give its
+    params with the seed); None outside a git repository."""
+    found = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
+    return found.stdout.strip() if found.returncode == 0 else None
 
 
 def cpu() -> dict:
