@@ -25,13 +25,12 @@ shared stages ran again, by those stages' outputs): each point names its CPU.
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import polars as pl
 
-from sweetflow.core.artifacts import write_json
+from sweetflow.core.artifacts import code_version, write_json
 from sweetflow.core.definition import definition
 from sweetflow.core.errors import InputError
 from sweetflow.core.tables import SEED_TRAJECTORIES
@@ -99,7 +98,7 @@ def write_point(record: Path, domain: str, point: Point, experiment: str, precis
         "method": point.method,
         "seed": point.seed,
         "experiment": experiment,
-        "commit": _head(),
+        "code": code_version(),  # the commit it ran on: with the experiment file, tuning tables and seed, its params
         "test": _seed_metrics(Path(test.metrics), point),
         "ran_on": {**cpu(), "precision": precision},
     }
@@ -124,13 +123,6 @@ def _seed_metrics(path: Path, point: Point) -> dict:
         return seeds[str(point.seed)]
     except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
         raise InputError(f"{path}: field 'seeds.{point.seed}': no metrics of {point} (did its stage finish?)") from None
-
-
-def _head() -> str | None:
-    """The commit the point's experiment ran on (its code; the experiment file and tuning tables there give its
-    params with the seed); None outside a git repository."""
-    found = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
-    return found.stdout.strip() if found.returncode == 0 else None
 
 
 def cpu() -> dict:

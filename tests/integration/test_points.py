@@ -44,7 +44,7 @@ def test_a_point_alone_gives_what_the_whole_run_gave_its_seed_and_lands_in_the_r
     whole_metrics = json.loads((repro_project / "reports/backend/rft/metrics.json").read_text())
     assert point["test"] == whole_metrics["seeds"]["1"]
     assert point["experiment"] == "backend-only-rft-seed1"
-    assert point["commit"] == run(["git", "rev-parse", "HEAD"], project).stdout.strip()
+    assert point["code"]["git_commit"] == run(["git", "rev-parse", "HEAD"], project).stdout.strip()
     table = json.loads((record / "points.json").read_text())
     assert table["methods"]["rft"]["seeds"] == [0, 1]
     assert {(c["a"], c["b"]) for c in table["comparisons"]} >= {("sweet", "rft"), ("sweet", "mtdpo")}

@@ -108,7 +108,7 @@ def test_a_finished_point_keeps_its_seeds_metrics_and_outcomes_without_the_dialo
     assert data["test"] == seed_metrics(1, 0.75) and data["validation"] == seed_metrics(1, 0.5)
     assert data["training"] == {"final_loss": 0.6}
     assert data["experiment"] == "faithful-sweet-seed1" and data["ran_on"]["precision"] == "fp32"
-    assert data["commit"] is None  # the workspace here is no git repository
+    assert data["code"]["git_commit"] is None  # the workspace here is no git repository
     assert data["ran_on"]["cpu"]
     outcomes = pl.read_parquet(record / "outcomes" / "sweet" / "trajectories-seed1.parquet")
     assert outcomes.columns == list(OUTCOME_COLUMNS)
