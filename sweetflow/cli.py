@@ -337,7 +337,7 @@ def run_points(args: argparse.Namespace, params) -> int:
         if returncode:
             return returncode
         written = points.write_point(record, domain, point, name, params.training.precision)
-        points.write_summary(record, domain)
+        points.write_summary(record, domain, params.seeds)
         console.print(
             f"{point}: {written} and its outcomes written; commit {record} now",
             highlight=False,

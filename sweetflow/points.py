@@ -41,6 +41,10 @@ from sweetflow.report.read import WARM_STARTED, label, read_base_policy
 
 BASE = "zero_shot"  # the base model's point: the paper's zero-shot row
 POINTS, OUTCOMES, TABLE = "points", "outcomes", "points"
+# The decision rule committed before the faithful run's first test task was read (docs/real-model.md): the
+# first comparison decides, once both methods have every planned seed; an interval inside ± this margin (in
+# fractions of the episode measure) is equivalence.
+EQUIVALENCE_MARGIN = 0.05
 # What an episode's outcome keeps of its trajectory: enough for every interval and failure count, ~11 KB a seed.
 OUTCOME_COLUMNS = ("task_id", "sample", "seed", "success", "reward", "n_turns", "ended_by")
 
@@ -157,34 +161,49 @@ def outcomes(record: Path, method: str, seeds: set[int]) -> pl.DataFrame:
     return pl.concat([pl.read_parquet(f) for f in files])
 
 
-def summary(record: Path, domain: str, comparisons=COMPARISONS) -> dict:
-    """Each method's headline metrics over the seeds it has (their mean, and each seed's), where it ran, and each
+def decide(low: float, high: float, margin: float = EQUIVALENCE_MARGIN) -> str:
+    """The rule's reading of an interval of A − B: A better or worse if it excludes 0, else equivalent if it lies
+    within ± `margin`, else the two are not told apart."""
+    if low > 0:
+        return "better"
+    if high < 0:
+        return "worse"
+    return "equivalent" if -margin <= low and high <= margin else "not told apart"
+
+
+def summary(record: Path, domain: str, seeds: list[int], comparisons=COMPARISONS) -> dict:
+    """Each method's headline metrics over the seeds it has (their mean, and each seed's), where it ran, each
     comparison A − B of `comparisons` both methods have: the paired task-bootstrap interval of the domain's episode
-    measure (the backend's success) over the seeds both have (each task's mean over them), as the report's."""
+    measure (the backend's success) over the seeds both have (each task's mean over them), as the report's; and
+    the decision: the first comparison read by `decide` once both its methods have all of `seeds`, else pending."""
     report = get_domain_report(domain)
     headline, column = report.headline, report.episode_column
     found = read_points(record)
     methods = {}
     for method, by_seed in found.items():
-        seeds = sorted(by_seed)
+        have = sorted(by_seed)
         methods[method] = {
-            "seeds": seeds,
-            **{key: sum(by_seed[s]["test"][key] for s in seeds) / len(seeds) for key in headline},
-            "per_seed": {str(s): {key: by_seed[s]["test"][key] for key in headline} for s in seeds},
-            "ran_on": sorted({_where(by_seed[s]["ran_on"]) for s in seeds}),
-            "label": WARM_STARTED if any(by_seed[s].get("warm_started") for s in seeds) else label(method),
+            "seeds": have,
+            **{key: sum(by_seed[s]["test"][key] for s in have) / len(have) for key in headline},
+            "per_seed": {str(s): {key: by_seed[s]["test"][key] for key in headline} for s in have},
+            "ran_on": sorted({_where(by_seed[s]["ran_on"]) for s in have}),
+            "label": WARM_STARTED if any(by_seed[s].get("warm_started") for s in have) else label(method),
         }
     compared = []
     for a, b in comparisons:
         if a not in found or b not in found:
             continue
-        seeds = set(found[a]) & set(found[b])
-        if not seeds:
+        common = set(found[a]) & set(found[b])
+        if not common:
             continue
-        means = (task_means(outcomes(record, m, seeds), column) for m in (a, b))
+        means = (task_means(outcomes(record, m, common), column) for m in (a, b))
         interval = paired_bootstrap(*means, (a, b))
-        compared.append({**asdict(interval), "measure": report.episode_measure, "seeds": sorted(seeds)})
-    return {"methods": methods, "comparisons": compared}
+        compared.append({**asdict(interval), "measure": report.episode_measure, "seeds": sorted(common)})
+    a, b = comparisons[0]
+    decisive = next((c for c in compared if (c["a"], c["b"]) == (a, b) and c["seeds"] == sorted(seeds)), None)
+    decision = {"a": a, "b": b, "seeds": sorted(seeds), "margin": EQUIVALENCE_MARGIN}
+    decision["verdict"] = decide(decisive["low"], decisive["high"]) if decisive else "pending"
+    return {"methods": methods, "comparisons": compared, "decision": decision}
 
 
 def _where(ran_on: dict) -> str:
@@ -227,11 +246,27 @@ def render(data: dict, domain: str) -> str:
                 f"| {a} − {b} | {c['measure']} | {', '.join(map(str, c['seeds']))} | "
                 f"{100 * c['difference']:+.1f} | [{100 * c['low']:+.1f}, {100 * c['high']:+.1f}] | {c['tasks']} |"
             )
+    decision = data["decision"]
+    a, b = (label(m) for m in (decision["a"], decision["b"]))
+    margin = f"{100 * decision['margin']:.0f}"
+    reading = {
+        "pending": f"pending until both have seeds {', '.join(map(str, decision['seeds']))}",
+        "better": f"**{a} is better than {b}**",
+        "worse": f"**{a} is worse than {b}**",
+        "equivalent": f"**{a} and {b} are equivalent within ±{margin} points**",
+        "not told apart": f"**{a} and {b} are not told apart**",
+    }[decision["verdict"]]
+    lines += [
+        "",
+        f"The decision rule (docs/real-model.md), on {a} − {b}'s interval at every seed: {reading}. (Better or "
+        f"worse when the interval excludes 0, equivalent when it lies inside ±{margin} points, otherwise not told "
+        "apart.)",
+    ]
     return "\n".join(lines) + "\n"
 
 
-def write_summary(record: Path, domain: str) -> dict:
-    data = summary(record, domain)
+def write_summary(record: Path, domain: str, seeds: list[int]) -> dict:
+    data = summary(record, domain, seeds)
     write_json(record / f"{TABLE}.json", data)
     (record / f"{TABLE}.md").write_text(render(data, domain))
     return data

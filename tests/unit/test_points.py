@@ -17,7 +17,18 @@ from sweetflow.cli import main
 from sweetflow.core.artifacts import write_json
 from sweetflow.core.errors import InputError
 from sweetflow.experiments import experiment_params
-from sweetflow.points import BASE, OUTCOME_COLUMNS, Point, missing, plan, point_file, summary, write_point
+from sweetflow.points import (
+    BASE,
+    OUTCOME_COLUMNS,
+    Point,
+    decide,
+    missing,
+    plan,
+    point_file,
+    render,
+    summary,
+    write_point,
+)
 from sweetflow.report.intervals import paired_bootstrap
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +155,7 @@ def test_a_comparison_pairs_tasks_over_the_seeds_both_methods_have(tmp_path_fact
         for seed, successes in enumerate(seeds):
             finished(method, seed, successes)
             write_point(record, "backend", Point(method, seed), f"{method}-{seed}", "fp32")
-    data = summary(record, "backend")
+    data = summary(record, "backend", [0, 1, 2])
     common = range(min(len(a), len(b)))
 
     def means(seeds):
@@ -157,6 +168,26 @@ def test_a_comparison_pairs_tasks_over_the_seeds_both_methods_have(tmp_path_fact
     assert (compared["low"], compared["high"]) == pytest.approx((expected.low, expected.high))
     assert data["methods"]["sweet"]["success_rate"] == pytest.approx(sum(map(sum, a)) / (6 * len(a)))
     assert data["methods"]["sweet"]["seeds"] == list(range(len(a)))
+    # The rule decides only once both have every planned seed.
+    verdict = decide(expected.low, expected.high) if len(common) == 3 else "pending"
+    assert data["decision"]["verdict"] == verdict
+    assert ("pending until both have seeds 0, 1, 2" in render(data, "backend")) == (verdict == "pending")
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (0.001, 0.09, "better"),
+        (-0.09, -0.001, "worse"),
+        (-0.05, 0.05, "equivalent"),
+        (-0.049, 0.0, "equivalent"),
+        (-0.051, 0.03, "not told apart"),
+        (-0.02, 0.12, "not told apart"),
+    ],
+)
+def test_the_decision_reads_an_interval_as_the_committed_rule(low, high, verdict):
+    """docs/real-model.md: better or worse if the interval excludes 0, equivalent if it lies inside ±5 points."""
+    assert decide(low, high) == verdict
 
 
 def test_methods_choose_and_order_the_points_seed_by_seed():
