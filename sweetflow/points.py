@@ -30,7 +30,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow.core.artifacts import code_version, write_json
+from sweetflow.core.artifacts import code_version, read_run_record, write_json
 from sweetflow.core.definition import definition
 from sweetflow.core.errors import InputError
 from sweetflow.core.tables import SEED_TRAJECTORIES
@@ -104,7 +104,7 @@ def write_point(record: Path, domain: str, point: Point, experiment: str, precis
         "experiment": experiment,
         "code": code_version(),  # the commit it ran on: with the experiment file, tuning tables and seed, its params
         "test": _seed_metrics(Path(test.metrics), point),
-        "ran_on": {**cpu(), "precision": precision},
+        "ran_on": {**cpu(), "kernels": _kernels(point.targets(domain)[-1]), "precision": precision},
     }
     if point.method == BASE:  # the paper's zero-shot is the base as shipped; say when it is not
         base = read_base_policy(domain)
@@ -119,6 +119,13 @@ def write_point(record: Path, domain: str, point: Point, experiment: str, precis
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, data)
     return path
+
+
+def _kernels(stage: str) -> str | None:
+    """The float kernels torch ran `stage` with, from its run record (None where it has none): with the CPU
+    they decide the bytes; an AVX-512 machine told to use AVX2 ones (`ATEN_CPU_CAPABILITY`) computes as AVX2 ones."""
+    machine = (read_run_record(stage) or {}).get("machine") or {}
+    return (machine.get("kernels") or {}).get("aten_kernels")
 
 
 def _seed_metrics(path: Path, point: Point) -> dict:
@@ -208,7 +215,8 @@ def summary(record: Path, domain: str, seeds: list[int], comparisons=COMPARISONS
 
 def _where(ran_on: dict) -> str:
     cpu_type = f" (family {ran_on['family']}, model {ran_on['model']})" if ran_on.get("family") else ""
-    return f"{ran_on['cpu']}{cpu_type}, {ran_on['precision']}"
+    kernels = f", {ran_on['kernels']} kernels" if ran_on.get("kernels") else ""
+    return f"{ran_on['cpu']}{cpu_type}{kernels}, {ran_on['precision']}"
 
 
 def render(data: dict, domain: str) -> str:

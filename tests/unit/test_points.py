@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sweetflow.cli import main
-from sweetflow.core.artifacts import write_json
+from sweetflow.core.artifacts import write_json, write_run_record
 from sweetflow.core.errors import InputError
 from sweetflow.experiments import experiment_params
 from sweetflow.points import (
@@ -120,10 +120,21 @@ def test_a_finished_point_keeps_its_seeds_metrics_and_outcomes_without_the_dialo
     assert data["training"] == {"final_loss": 0.6}
     assert data["experiment"] == "faithful-sweet-seed1" and data["ran_on"]["precision"] == "fp32"
     assert data["code"]["git_commit"] is None  # the workspace here is no git repository
-    assert data["ran_on"]["cpu"]
+    assert data["ran_on"]["cpu"] and data["ran_on"]["kernels"] is None  # no run record here says which
     outcomes = pl.read_parquet(record / "outcomes" / "sweet" / "trajectories-seed1.parquet")
     assert outcomes.columns == list(OUTCOME_COLUMNS)
     assert outcomes.equals(episodes([True, False, True, True], 1).select(OUTCOME_COLUMNS))
+
+
+def test_a_point_names_the_kernels_its_test_evaluation_ran_with(workspace):
+    """An AVX-512 machine told to use AVX2 kernels computes what AVX2 machines do: the record must say which ran."""
+    finished("mtdpo", 0, [True, False])
+    write_run_record("evaluate_policy@backend-mtdpo", {"machine": {"kernels": {"aten_kernels": "AVX2"}}})
+    write_run_record("validate@backend-mtdpo", {"machine": {"kernels": {"aten_kernels": "AVX512"}}})
+    record = workspace / "record"
+    data = json.loads(write_point(record, "backend", Point("mtdpo", 0), "x", "fp32").read_text())
+    assert data["ran_on"]["kernels"] == "AVX2"
+    assert summary(record, "backend", [0])["methods"]["mtdpo"]["ran_on"][0].endswith(", AVX2 kernels, fp32")
 
 
 def test_a_point_whose_evaluation_lacks_its_seed_is_refused_and_writes_nothing(workspace):
