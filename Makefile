@@ -50,7 +50,7 @@ repro-real:
 # Memory: MT-DPO with the NLL term peaked at 24-29 GiB, swap included, before the stages bounded their kept heap
 # (sweetflow/core/memory.py); on a 24 GiB machine a swap file is a cheap guard. Its points ran on AVX2-only AMD
 # EPYCs (Zen 1, Zen 3) with torch's native kernels; on an AMD CPU with AVX-512 (Zen 4) torch told to use its AVX2
-# kernels computes the same bytes (the warm-started model's files matched a Zen 1 run's), so the target says so.
+# kernels computes the same bytes (every shared stage's files matched a Zen 1 run's), so the target says so.
 repro-real-faithful: export ATEN_CPU_CAPABILITY := avx2
 FAITHFUL := configs/experiments/smollm2-faithful.yaml
 FAITHFUL_RECORD := reports/experiments/smollm2-faithful
