@@ -20,6 +20,7 @@ from sweetflow.experiments import experiment_params
 from sweetflow.points import (
     BASE,
     OUTCOME_COLUMNS,
+    TABLE,
     Point,
     decide,
     missing,
@@ -222,3 +223,54 @@ def test_print_lists_only_the_points_the_record_lacks_each_at_its_seed(tmp_path,
     assert "-S 'seeds=[1]'" in first and first.endswith(" evaluate_base@backend")
     assert commands[1].endswith("validate@backend-rft evaluate_policy@backend-rft")
     assert "policies.sweet.learning_rate=1.0e-06" in commands[1]  # the tuned choices, as a whole run has them
+
+
+RECORD = ROOT / "reports" / "experiments" / "smollm2-faithful"
+# docs/real-model.md's step 4 table names each method by its report label.
+STEP_4_ROWS = {
+    "Base policy, warm-started": BASE,
+    "MT-DPO": "mtdpo",
+    "SWEET-RL": "sweet",
+    "RFT": "rft",
+    "SWEET-RL's ablation": "sweet_no_info",
+}
+
+
+def percent(fraction: float) -> str:
+    return f"{100 * fraction:.1f}"
+
+
+def interval(c: dict) -> str:
+    """A comparison as the documents write it, e.g. "+2.8 [−0.7, +6.3]" (with the minus sign)."""
+    text = f"{100 * c['difference']:+.1f} [{100 * c['low']:+.1f}, {100 * c['high']:+.1f}]"
+    return text.replace("-", "−")
+
+
+def test_the_real_model_docs_state_the_faithful_records_points_and_its_reading():
+    """docs/real-model.md's step 4 table is filled in by hand as each point lands: each figure it gives is the
+    committed point's, a seed without a point says so, and the decision rule's interval in the README,
+    docs/results.md and docs/real-model.md is the record's."""
+    data = json.loads((RECORD / f"{TABLE}.json").read_text())
+    doc = (ROOT / "docs" / "real-model.md").read_text()
+    section = doc[doc.index("### Step 4's result") :]
+    rows = {}
+    lines = section.splitlines()
+    for line in lines[lines.index("| method | seed 0 | seed 1 | seed 2 | mean | tests passed (mean) |") + 2 :]:
+        if not line.startswith("|"):
+            break
+        name, *cells = (cell.strip() for cell in line.strip("|").split("|"))
+        rows[STEP_4_ROWS[name]] = cells
+    assert set(rows) == set(STEP_4_ROWS.values())
+    for method, (*seed_cells, mean, tests_passed) in rows.items():
+        point = data["methods"].get(method, {"per_seed": {}})
+        for seed, cell in enumerate(seed_cells):
+            held = point["per_seed"].get(str(seed))
+            assert cell in ((percent(held["success_rate"]),) if held else ("running", "")), (method, seed)
+        complete = len(point["per_seed"]) == 3
+        assert mean == (percent(point["success_rate"]) if complete else ""), method
+        if point["per_seed"]:
+            assert tests_passed.startswith(percent(point["tests_passed"])), method
+    decision = data["decision"]
+    decisive = next(c for c in data["comparisons"] if (c["a"], c["b"]) == (decision["a"], decision["b"]))
+    for document in ("README.md", "docs/results.md", "docs/real-model.md"):
+        assert interval(decisive) in (ROOT / document).read_text(), document
