@@ -76,13 +76,17 @@ def serve_checkpoint(
         yield ServedModel(server.base_url, server.model)
 
 
-def build_tiny_checkpoint(dest: Path, texts: list[str] = CORPUS, vocab_size: int = 384) -> Path:
-    """A tiny, untrained Llama checkpoint (random weights: it talks nonsense, fast)."""
+def build_tiny_checkpoint(dest: Path, texts: list[str] = CORPUS, vocab_size: int = 384, max_length: int = 4096) -> Path:
+    """A tiny, untrained Llama checkpoint (random weights: it talks nonsense, fast).
+
+    Its context (`max_length`) is a real model's, not the pipeline's tiny one: `transformers serve`
+    (from 5.25) answers 400 to a prompt longer than the model's `max_position_embeddings`, and with
+    this 384-token vocabulary a task's system and user messages alone take ~850 tokens."""
     from sweetflow.models.checkpoint import save_checkpoint
     from sweetflow.models.tiny import build_model, train_tokenizer
 
-    tokenizer = train_tokenizer(texts, vocab_size=vocab_size, max_turns=10)
-    return save_checkpoint(build_model(tokenizer, seed=0), tokenizer, dest)
+    tokenizer = train_tokenizer(texts, vocab_size=vocab_size, max_turns=10, max_length=max_length)
+    return save_checkpoint(build_model(tokenizer, max_length=max_length, seed=0), tokenizer, dest)
 
 
 @pytest.fixture(scope="session")
