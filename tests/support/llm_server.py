@@ -80,8 +80,8 @@ def build_tiny_checkpoint(dest: Path, texts: list[str] = CORPUS, vocab_size: int
     """A tiny, untrained Llama checkpoint (random weights: it talks nonsense, fast).
 
     Its context (`max_length`) is a real model's, not the pipeline's tiny one: `transformers serve`
-    (from 5.25) answers 400 to a prompt longer than the model's `max_position_embeddings`, and with
-    this 384-token vocabulary a task's system and user messages alone take ~850 tokens."""
+    (5.25) answers 400 to a prompt longer than the model's `max_position_embeddings`, and with this
+    384-token vocabulary a task's system and user messages alone take ~850 tokens."""
     from sweetflow.models.checkpoint import save_checkpoint
     from sweetflow.models.tiny import build_model, train_tokenizer
 
