@@ -3,12 +3,14 @@
 The API key is read from the environment variable the params name, at call time, and is never
 stored in an artifact: error texts are redacted (`sweetflow.core.secrets`). Transient faults (timeouts,
 429, 5xx, dropped connections) are retried with exponential backoff by the `openai` client itself;
-what still fails raises `EndpointError`.
+what still fails raises `EndpointError`, and a prompt the server refuses as longer than its model's
+context `PromptTooLong`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from sweetflow.core.artifacts import record_answer
@@ -18,6 +20,16 @@ from sweetflow.core.secrets import redact, remember
 
 class EndpointError(RuntimeError):
     """A request that failed after every retry; the message says why."""
+
+
+class PromptTooLong(EndpointError):
+    """The server refused the prompt: it leaves no room for an answer in the model's context."""
+
+
+# How the servers word that refusal (a 400): OpenAI's API and vLLM ("This model's maximum context length is N
+# tokens", OpenAI's code `context_length_exceeded`), `transformers serve` 5.x ("... takes at most N, prompt and
+# answer").
+TOO_LONG = re.compile(r"context_length_exceeded|maximum context length|takes at most \d+", re.IGNORECASE)
 
 
 @dataclass
@@ -61,7 +73,9 @@ class ChatClient:
         except self._api_error as e:
             # The error text may echo the request (an Authorization header): redacted before it is cut,
             # so that no part of a key survives the cut.
-            raise EndpointError(redact(f"{type(e).__name__}: {e}")[:300]) from None
+            reason = redact(_reason(e))
+            too_long = getattr(e, "status_code", None) == 400 and TOO_LONG.search(reason)
+            raise (PromptTooLong if too_long else EndpointError)(reason[:300]) from None
         if self.record:
             record_answer(self.params.base_url, response.model, getattr(response, "system_fingerprint", None))
         if not response.choices:
@@ -74,3 +88,12 @@ class ChatClient:
         # No log-probs (`transformers serve` ignores the request for them): the token count, if reported.
         n_tokens = response.usage.completion_tokens if response.usage else None
         return Completion(choice.message.content or "", n_tokens=n_tokens)
+
+
+def _reason(error: Exception) -> str:
+    """The error's text with the server's own reason: `openai` writes only an `{"error": {"message": ...}}` body into
+    it, and FastAPI servers (`transformers serve`) answer `{"detail": ...}` or `{"error": "..."}`."""
+    text = f"{type(error).__name__}: {error}"
+    body = getattr(error, "body", None)
+    said = [body.get(key) for key in ("detail", "error")] if isinstance(body, dict) else []
+    return " - ".join([text, *(s for s in said if isinstance(s, str) and s not in text)])

@@ -7,8 +7,8 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 from sweetflow.core.params import OpenAIAgentParams
-from sweetflow.dialogue import AgentTurn, EpisodeView
-from sweetflow.endpoint import ChatClient, EndpointError
+from sweetflow.dialogue import AgentTurn, ContextOverflow, EpisodeView
+from sweetflow.endpoint import ChatClient, EndpointError, PromptTooLong
 from sweetflow.views import policy_chat
 
 
@@ -28,6 +28,8 @@ class OpenAIAgent:
                 logprobs=True,
                 seed=view.seed * 100 + view.turn,
             )
+        except PromptTooLong as e:  # the dialogue fills the model's context: it ends there, as with a local model
+            return ContextOverflow(str(e))
         except EndpointError as e:  # the engine records the episode as failed, with this reason
             return e
         return AgentTurn(

@@ -23,6 +23,9 @@ What `transformers serve` (5.x) does that matters:
   them, but the sampling parameters of its first request then apply to every later one.
 - `logprobs` is accepted and ignored (the answer's `logprobs` is None; `usage` still counts the
   tokens); `seed` works per request. vLLM returns log-probs.
+- A prompt as long as the model's context (`max_position_embeddings`, or `--max-model-len`) is refused
+  with a 400 whose reason is `{"detail": ...}`, not OpenAI's `{"error": {...}}` (seen with 5.25;
+  `sweetflow.endpoint.PromptTooLong`). vLLM refuses such a prompt too.
 """
 
 from __future__ import annotations
