@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import polars as pl
 import pytest
@@ -26,6 +23,7 @@ from sweetflow.rollout.engine import Checkpoint, run_episodes
 from tests.support.fault_proxy import FaultProxy
 from tests.support.params import endpoint_params, episode_params, openai_agent, sandbox_params
 from tests.support.project import make_project, run
+from tests.support.refusing_server import RefusingServer
 
 MAX_TURNS = 3
 
@@ -117,40 +115,16 @@ def test_api_key_never_reaches_an_artifact(openai_server, tmp_path, monkeypatch)
     assert leaks == []
 
 
-class EchoingAuthServer:
-    """A loopback endpoint that refuses every request with an error body quoting its Authorization
-    header, as some misconfigured gateways do: the one way a key comes back inside an error text."""
-
-    def __init__(self):
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                message = f"invalid credentials: Authorization: {self.headers.get('Authorization')}"
-                body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
-                self.send_response(400)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self):
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+def echo_authorization(headers) -> dict:
+    """An error body quoting the request's Authorization header, as some misconfigured gateways send: the one
+    way a key comes back inside an error text."""
+    message = f"invalid credentials: Authorization: {headers.get('Authorization')}"
+    return {"error": {"message": message, "type": "invalid_request_error"}}
 
 
 def test_a_key_echoed_in_an_error_is_redacted_everywhere_it_would_be_stored(tmp_path, monkeypatch):
     secret = "sk-sweetflow-echo-SECRET-9876543210"
-    with EchoingAuthServer() as server:
+    with RefusingServer(echo_authorization) as server:
         endpoint = endpoint_params(
             base_url=server.base_url, model="m", api_key_env="SWEETFLOW_TEST_KEY", max_retries=0
         ).model_dump()

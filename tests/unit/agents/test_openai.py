@@ -3,16 +3,13 @@ model's context ends as it does with a local model, and a refusal keeps the serv
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from sweetflow.agents.openai import OpenAIAgent
 from sweetflow.dialogue import AgentTurn, ContextOverflow, EpisodeView
 from sweetflow.endpoint import ChatClient, EndpointError, PromptTooLong
 from tests.support.params import endpoint_params, openai_agent
+from tests.support.refusing_server import RefusingServer
 
 
 def view(task_id: str, description: str) -> EpisodeView:
@@ -39,7 +36,7 @@ def test_another_refusal_is_a_failure_that_keeps_the_servers_reason(openai_serve
 
 
 # The two refusals below come from servers that can't run here (OpenAI's API needs the network, vLLM a GPU): a
-# loopback server answers with the bodies they send, in the wording their documentation and issues show.
+# loopback RefusingServer answers with the bodies they send, worded as their documentation and issues show.
 OTHER_SERVERS = {
     "OpenAI": {
         "error": {
@@ -64,36 +61,13 @@ OTHER_SERVERS = {
 }
 
 
-@pytest.fixture
-def answering(request):
-    """A loopback server that answers every request with 400 and the body of `request.param`."""
-    body = json.dumps(OTHER_SERVERS[request.param]).encode()
-
-    class Refuse(BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            self.send_response(400)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-
-
 @pytest.mark.parametrize(
-    ("answering", "kind"),
+    ("server", "kind"),
     [("OpenAI", PromptTooLong), ("vLLM", PromptTooLong), ("a refusal of another kind", EndpointError)],
-    indirect=["answering"],
 )
-def test_each_servers_wording_of_a_prompt_too_long_is_recognised(answering, kind):
-    client = ChatClient(endpoint_params(base_url=answering, max_retries=0), record=False)
-    with pytest.raises(EndpointError) as refused:
-        client.complete([{"role": "user", "content": "Hi"}], temperature=1.0)
+def test_each_servers_wording_of_a_prompt_too_long_is_recognised(server, kind):
+    with RefusingServer(lambda headers: OTHER_SERVERS[server]) as refusing:
+        client = ChatClient(endpoint_params(base_url=refusing.base_url, max_retries=0), record=False)
+        with pytest.raises(EndpointError) as refused:
+            client.complete([{"role": "user", "content": "Hi"}], temperature=1.0)
     assert refused.type is kind
