@@ -26,9 +26,9 @@ class PromptTooLong(EndpointError):
     """The server refused the prompt: it leaves no room for an answer in the model's context."""
 
 
-# How the servers word that refusal (a 400): OpenAI's API and vLLM ("This model's maximum context length is N
-# tokens", OpenAI's code `context_length_exceeded`), `transformers serve` 5.x ("... takes at most N, prompt and
-# answer").
+# How the servers word that refusal (a 400) in its text: OpenAI's API and vLLM ("This model's maximum context
+# length is N tokens"), `transformers serve` 5.x ("... takes at most N, prompt and answer"), and OpenAI's code for
+# it, `context_length_exceeded`, where a server writes that into the text.
 TOO_LONG = re.compile(r"context_length_exceeded|maximum context length|takes at most \d+", re.IGNORECASE)
 
 

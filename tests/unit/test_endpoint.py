@@ -1,5 +1,6 @@
 """A dead endpoint: each request fails after (max_retries + 1) x timeout_s plus the backoff, as
-EndpointParams says, and the settings docs/usage.md documents give up on one in minutes."""
+EndpointParams says, and the settings docs/usage.md documents give up on one in minutes. A refusal keeps
+the server's reason, and a prompt refused as too long is told apart (`PromptTooLong`)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import pytest
 import yaml
 
 from sweetflow.core.params import EndpointParams
-from sweetflow.endpoint import ChatClient, EndpointError
+from sweetflow.endpoint import ChatClient, EndpointError, PromptTooLong
 from tests.support.params import endpoint_params
 from tests.support.project import ROOT
+from tests.support.refusing_server import RefusingServer
 
 
 def worst_case_s(endpoint: EndpointParams) -> float:
@@ -68,3 +70,50 @@ def test_a_dead_endpoint_costs_what_the_description_says(silent_server):
     # The backoff has up to 25% jitter off. The number of attempts is checked exactly above, so the
     # upper bound only has to catch a wait of another kind; its slack absorbs a loaded machine.
     assert 0.75 * worst_case_s(endpoint) <= elapsed <= worst_case_s(endpoint) + 5, elapsed
+
+
+def test_another_refusal_is_a_failure_that_keeps_the_servers_reason(openai_server):
+    base_url, _ = openai_server
+    client = ChatClient(endpoint_params(base_url=base_url, model="some-other-model", max_retries=0), record=False)
+    with pytest.raises(EndpointError) as refused:
+        client.complete([{"role": "user", "content": "Hi"}], temperature=1.0, max_tokens=1)
+    # `openai` alone would say only "Error code: 400": the reason is the server's `detail`.
+    assert refused.type is EndpointError and "some-other-model" in str(refused.value)
+
+
+# The two refusals below come from servers that can't run here (OpenAI's API needs the network, vLLM a GPU): a
+# loopback RefusingServer answers with the bodies they send, worded as their documentation and issues show.
+OTHER_SERVERS = {
+    "OpenAI": {
+        "error": {
+            "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+            "9000 tokens. Please reduce the length of the messages.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    },
+    "vLLM": {
+        "error": {
+            "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens "
+            "(4900 in the messages, 100 in the completion). Please reduce the length of the messages or "
+            "completion.",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        }
+    },
+    "a refusal of another kind": {"error": {"message": "temperature must be non-negative", "code": 400}},
+}
+
+
+@pytest.mark.parametrize(
+    ("server", "kind"),
+    [("OpenAI", PromptTooLong), ("vLLM", PromptTooLong), ("a refusal of another kind", EndpointError)],
+)
+def test_each_servers_wording_of_a_prompt_too_long_is_recognised(server, kind):
+    with RefusingServer(lambda headers: OTHER_SERVERS[server]) as refusing:
+        client = ChatClient(endpoint_params(base_url=refusing.base_url, max_retries=0), record=False)
+        with pytest.raises(EndpointError) as refused:
+            client.complete([{"role": "user", "content": "Hi"}], temperature=1.0)
+    assert refused.type is kind
