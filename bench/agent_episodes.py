@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import tempfile
 import time
@@ -36,6 +35,7 @@ from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references
 from sweetflow.backend.simulators import ScriptedHuman
 from sweetflow.backend.tasks.procedural import generate_tasks
+from sweetflow.core.artifacts import machine
 from sweetflow.models.checkpoint import save_checkpoint
 from sweetflow.models.tiny import build_model, train_tokenizer
 from sweetflow.params import load_params
@@ -156,7 +156,7 @@ def main() -> None:
     Console().print(table)
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = {
-        "machine": platform.processor() or platform.machine(),
+        "machine": machine(),
         "torch": torch.__version__,
         "args": {k: str(v) for k, v in vars(args).items()},
         "result": row,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import resource
 import statistics
 import subprocess
@@ -114,6 +113,8 @@ def measure(kind: str, keep: bool, args: argparse.Namespace) -> dict:
 
 
 def main() -> None:
+    from sweetflow.core.artifacts import machine
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=12, help="training steps timed per run")
@@ -162,7 +163,7 @@ def main() -> None:
         )
     Console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "rows": rows}, indent=2))
+    RESULTS.write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":

@@ -44,7 +44,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import platform
 import random
 import resource
 import shutil
@@ -199,6 +198,8 @@ def run_worker(mode: str, workdir: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sweetflow.core.artifacts import machine
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=200, help="preference pairs trained on (default: 200)")
     parser.add_argument(
@@ -316,14 +317,13 @@ def main(argv: list[str] | None = None) -> int:
         "pairs": args.pairs,
         "repeats": args.repeats,
         "same_tokens_both_sides": len(token_counts) == 1,
-        "cpu_count": os.cpu_count(),
+        "machine": machine(),
         "load_average_after": os.getloadavg(),
         "bench_seconds": round(time.perf_counter() - started, 1),
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "trl": trl.__version__,
-        "platform": platform.platform(),
         "results": results,
     }
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")

@@ -57,6 +57,8 @@ def run_once(repository: Path, args: list[str], pure: bool) -> float:
 
 
 def main() -> None:
+    from sweetflow.core.artifacts import machine
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--project", type=Path, default=ROOT, help="where dvc.yaml, dvc.lock and params.yaml are")
@@ -88,7 +90,7 @@ def main() -> None:
     Console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     report = {
-        "machine": platform.processor() or platform.machine(),
+        "machine": machine(),
         "python": platform.python_version(),
         "project": str(args.project),
         "lock_bytes": lock_bytes,

@@ -27,6 +27,7 @@ from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references
 from sweetflow.backend.simulators import OpenAIHuman
 from sweetflow.backend.tasks.procedural import generate_tasks
+from sweetflow.core.artifacts import machine
 from sweetflow.core.params import EndpointParams, OpenAIAgentParams
 from sweetflow.endpoint import ChatClient
 from sweetflow.models.checkpoint import save_checkpoint
@@ -125,7 +126,7 @@ def main() -> None:
         )
     Console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2) + "\n")
+    RESULTS.write_text(json.dumps({"machine": machine(), "args": vars(args), "rows": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from rich.table import Table
 from score_throughput import DEFAULT_ROWS, anchor_successes
 
 from sweetflow.backend.tasks.colbench import task_from_row
+from sweetflow.core.artifacts import machine
 from sweetflow.core.inputs import iter_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,10 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         "rows": str(args.rows),
         "forks": args.forks,
         "rounds": args.rounds,
-        "cpu_count": cores,
+        "machine": machine(),
         "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "processor": platform.processor(),
         "seconds": seconds,
         "median_s": median,
         "budget_s": budget,

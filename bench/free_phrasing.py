@@ -33,7 +33,6 @@ import dataclasses
 import importlib.util
 import json
 import os
-import platform
 import sys
 import tempfile
 from pathlib import Path
@@ -158,6 +157,8 @@ def score(human, rows: list[dict]) -> dict:
 
 
 def main() -> None:
+    from sweetflow.core.artifacts import machine
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--collect", action="store_true", help="add a sample of the model's questions to --data")
     parser.add_argument("--per-family", type=int, default=2)
@@ -208,7 +209,7 @@ def main() -> None:
             )
     Console(width=150).print(table)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    report = {"machine": platform.processor() or platform.machine(), "results": results}
+    report = {"machine": machine(), "results": results}
     (RESULTS / "free_phrasing.json").write_text(json.dumps(report, indent=2) + "\n")
 
 

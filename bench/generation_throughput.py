@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import tempfile
 import time
@@ -26,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sweetflow.agents.model import open_model_agent
+from sweetflow.core.artifacts import machine
 from sweetflow.core.tables import read_tasks
 from sweetflow.params import load_params
 from sweetflow.rollout.engine import collect
@@ -84,7 +84,7 @@ def main() -> None:
             {
                 "tasks": args.tasks,
                 "samples": args.samples,
-                "cpu_count": os.cpu_count(),
+                "machine": machine(),
                 "python": platform.python_version(),
                 "torch": torch.__version__,
                 "results": rows,

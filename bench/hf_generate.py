@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import tempfile
 import time
@@ -37,7 +36,7 @@ from tqdm import tqdm  # noqa: E402
 
 from sweetflow.agents.transformers import sample  # noqa: E402
 from sweetflow.backend.tasks.procedural import generate_tasks  # noqa: E402
-from sweetflow.core.artifacts import gpus  # noqa: E402
+from sweetflow.core.artifacts import gpus, machine  # noqa: E402
 from sweetflow.dialogue import AGENT, HUMAN, EpisodeView, Message  # noqa: E402
 from sweetflow.models.checkpoint import load_checkpoint, placement, resolve_device, save_checkpoint  # noqa: E402
 from sweetflow.views import policy_chat  # noqa: E402
@@ -164,7 +163,7 @@ def main() -> None:
     Console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     report = {
-        "machine": platform.processor() or platform.machine(),
+        "machine": machine(),
         "device": placement(model) | {"gpus": gpus(torch)},
         "torch": torch.__version__,
         "args": {k: str(v) for k, v in vars(args).items()},

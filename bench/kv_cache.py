@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 from pathlib import Path
 from unittest import mock
@@ -24,6 +23,7 @@ from rich.table import Table
 from transformers import DynamicLayer, LlamaForCausalLM
 
 from sweetflow.agents import transformers as backend
+from sweetflow.core.artifacts import machine
 from sweetflow.models.tiny import tiny_config
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kv_cache.json"
@@ -81,7 +81,7 @@ def main() -> None:
         )
     Console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "rows": rows}, indent=2))
+    RESULTS.write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -100,6 +99,8 @@ def train_once(args: argparse.Namespace) -> dict:
 
 
 def main() -> int:
+    from sweetflow.core.artifacts import machine
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=Path("."), help="a project whose demonstrations exist")
     parser.add_argument(
@@ -187,10 +188,9 @@ def main() -> int:
         "threads": args.threads,
         "lora_speed_ratio_median": statistics.median(ratios),
         "lora_speed_ratios": ratios,
-        "cpu_count": os.cpu_count(),
+        "machine": machine(),
         "load_average_after": os.getloadavg(),
         "python": sys.version.split()[0],
-        "platform": platform.platform(),
         "rows": rows,
         "runs": runs,
     }

@@ -86,6 +86,8 @@ def import_once(path: Path, sandbox: bool) -> dict:
 
 
 def main() -> None:
+    from sweetflow.core.artifacts import machine
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, nargs="+", default=[1500, 15000])
     parser.add_argument("--sandbox", action="store_true", help="score every answer again (import_reward: sandbox)")
@@ -117,7 +119,7 @@ def main() -> None:
         table.add_row(*(str(r[k]) for k in ("lines", "file_mb", "parquet_mb", "seconds", "lines_per_s", "peak_rss_mb")))
     Console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"sandbox": args.sandbox, "results": results}, indent=2) + "\n")
+    RESULTS.write_text(json.dumps({"machine": machine(), "sandbox": args.sandbox, "results": results}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

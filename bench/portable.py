@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -125,6 +124,8 @@ def whole_run(ratio: dict[str, float], runs: Path) -> dict:
 
 
 def main() -> None:
+    from sweetflow.core.artifacts import machine
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=8, help="training steps timed per run")
@@ -170,11 +171,7 @@ def main() -> None:
             f"portable, {total['ratio']:.2f}x (upper bound)"
         )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
-        json.dumps(
-            {"machine": platform.processor() or platform.machine(), "rows": rows, "default_run": total}, indent=2
-        )
-    )
+    RESULTS.write_text(json.dumps({"machine": machine(), "rows": rows, "default_run": total}, indent=2))
 
 
 if __name__ == "__main__":

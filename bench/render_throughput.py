@@ -26,7 +26,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 import sweetflow
+from sweetflow.core.artifacts import machine
 from sweetflow.core.inputs import iter_jsonl
 from sweetflow.frontend.render import RenderPool
 from sweetflow.params import load_params
@@ -204,10 +204,9 @@ def main(argv: list[str] | None = None) -> int:
         "rows": str(args.rows),
         "distinct_pages": len(rows),
         "repeat": args.repeat,
-        "cpu_count": os.cpu_count(),
+        "machine": machine(),
         "load_average_1m_at_end": os.getloadavg()[0],
         "python": sys.version.split()[0],
-        "platform": platform.platform(),
         "chromium": version,
         "screenshots_agree": agree,
         "paired": paired,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -55,6 +54,8 @@ def one_run(tree: Path, rows: Path, repeat: int, workers: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sweetflow.core.artifacts import machine
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--against", type=Path, required=True, help="the other tree (a checkout of main)")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the tree under test (default: this checkout)")
@@ -101,9 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         "jobs": n,
         "rounds": args.rounds,
         "workers": args.workers,
-        "cpu_count": os.cpu_count(),
+        "machine": machine(),
         "python": sys.version.split()[0],
-        "platform": platform.platform(),
         "trees": {k: str(v) for k, v in trees.items()},
         "summary": summary,
         "time_ratios": ratios,

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import statistics
 import sys
@@ -47,6 +46,7 @@ from sweetflow.backend.params import ScoringRules
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references, extract_code, refused_by_filter
 from sweetflow.backend.tasks.colbench import task_from_row
+from sweetflow.core.artifacts import machine
 from sweetflow.core.inputs import iter_jsonl
 from sweetflow.params import load_params
 from sweetflow.scorefile import OFFICIAL_RULES, score_file
@@ -221,9 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": args.repeat,
         "runs": args.runs,
         "workers": workers,
-        "cpu_count": os.cpu_count(),
+        "machine": machine(),
         "python": sys.version.split()[0],
-        "platform": platform.platform(),
         "reference_outputs_made_s": made_s,
         "nondeterministic_references": len(nondeterministic),
         "nan_inside_outputs": len(nan_inside),

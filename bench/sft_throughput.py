@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -36,7 +35,7 @@ from rich.console import Console
 from rich.table import Table
 from torch.utils.data import DataLoader
 
-from sweetflow.core.artifacts import gpus
+from sweetflow.core.artifacts import gpus, machine
 from sweetflow.core.params import ModelParams, TrainingParams
 from sweetflow.models.checkpoint import resolve_device
 from sweetflow.models.tiny import build_model, tokenizer_corpus, train_tokenizer
@@ -161,12 +160,11 @@ def main(argv: list[str] | None = None) -> int:
         "model": base.model_dump(mode="json"),
         "parameters": parameters,
         "examples": len(examples),
-        "cpu_count": os.cpu_count(),
+        "machine": machine(),
         "device": {"device": device.type, "gpus": gpus(torch)},
         "load_average_after": os.getloadavg(),
         "python": sys.version.split()[0],
         "torch": torch.__version__,
-        "platform": platform.platform(),
         "results": results,
     }
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")

@@ -54,6 +54,7 @@ from sweetflow.backend.agents import ONE_QUESTION, TWO_QUESTIONS  # noqa: E402
 from sweetflow.backend.simulators import ScriptedHuman, clauses_in, questions_in, stem_plural, stem_verb  # noqa: E402
 from sweetflow.backend.tasks.families import FAMILIES  # noqa: E402
 from sweetflow.backend.tasks.procedural import generate_tasks  # noqa: E402
+from sweetflow.core.artifacts import machine  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "question_paraphrases.json"
@@ -676,7 +677,11 @@ def main() -> None:
     print_table(console, results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
-        json.dumps({"seed": args.seed, "n_questions": n, "matchers": results, **extra}, indent=1, ensure_ascii=False)
+        json.dumps(
+            {"machine": machine(), "seed": args.seed, "n_questions": n, "matchers": results, **extra},
+            indent=1,
+            ensure_ascii=False,
+        )
     )
     console.print(f"wrote {args.out}")
 

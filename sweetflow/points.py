@@ -30,7 +30,7 @@ from pathlib import Path
 
 import polars as pl
 
-from sweetflow.core.artifacts import code_version, read_run_record, write_json
+from sweetflow.core.artifacts import code_version, cpu, read_run_record, write_json
 from sweetflow.core.definition import definition
 from sweetflow.core.errors import InputError
 from sweetflow.core.tables import SEED_TRAJECTORIES
@@ -134,21 +134,6 @@ def _seed_metrics(path: Path, point: Point) -> dict:
         return seeds[str(point.seed)]
     except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
         raise InputError(f"{path}: field 'seeds.{point.seed}': no metrics of {point} (did its stage finish?)") from None
-
-
-def cpu() -> dict:
-    """This machine's CPU, by name and type: a virtual machine's name ("AMD EPYC") can hide both a Zen 1 and a
-    Zen 3, whose float kernels differ."""
-    found = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            key = key.strip()
-            if key in ("model name", "cpu family", "model") and key not in found:
-                found[key] = value.strip()
-    except OSError:  # not Linux
-        pass
-    return {"cpu": found.get("model name", "unknown"), "family": found.get("cpu family"), "model": found.get("model")}
 
 
 def read_points(record: Path) -> dict[str, dict[int, dict]]:

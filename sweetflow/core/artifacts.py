@@ -108,26 +108,34 @@ def code_version() -> dict:
     return {"git_commit": commit, "dirty": bool(status) if status is not None else None}
 
 
-def machine() -> dict:
-    """The facts of this machine that decide float results: the CPU, its vector instructions, the
-    threads, the GPUs the process saw and the kernels torch and MKL chose (`kernels`). Runs of the
-    same inputs agree bit for bit with the same thread counts and either the same CPU type or
-    `kernels.mode` portable on both."""
-    cpu, flags = platform.processor() or platform.machine(), set()
+def cpu() -> dict:
+    """This machine's CPU: its name, its type (a virtual machine's name, "AMD EPYC", can hide both a Zen 1 and a
+    Zen 3, whose float kernels differ) and its vector instructions."""
+    first: dict[str, str] = {}  # the first processor's fields; the others repeat them
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                cpu = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
+            first.setdefault(key.strip(), value.strip())
     except OSError:  # not Linux
         pass
-    vector = sorted(f for f in flags if f.startswith(("avx", "amx", "fma")) or f in ("sse4_2", "f16c"))
+    flags = set(first.get("flags", "").split())
+    return {
+        "cpu": first.get("model name") or platform.processor() or platform.machine(),
+        "family": first.get("cpu family"),
+        "model": first.get("model"),
+        "vector_instructions": sorted(
+            f for f in flags if f.startswith(("avx", "amx", "fma")) or f in ("sse4_2", "f16c")
+        ),
+    }
+
+
+def machine() -> dict:
+    """The facts of this machine that decide float results: the CPU (`cpu`), the threads, the GPUs the
+    process saw and the kernels torch and MKL chose (`kernels`). Runs of the same inputs agree bit for
+    bit with the same thread counts and either the same CPU type or `kernels.mode` portable on both."""
     torch = sys.modules.get("torch")
     return {
-        "cpu": cpu,
-        "vector_instructions": vector,
+        **cpu(),
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads() if torch else None,
         "gpus": gpus(torch),

@@ -4,6 +4,7 @@ inputs, and a run record beside it for what differs from run to run."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 from fnmatch import fnmatch
@@ -17,6 +18,7 @@ from sweetflow.core.artifacts import (
     MANIFEST,
     code_version,
     content_hash,
+    cpu,
     read_manifest,
     read_run_record,
     save_every_seconds,
@@ -190,6 +192,18 @@ def test_a_stage_that_ran_a_model_names_its_device_and_dtype_and_the_record_its_
     assert read_manifest(tmp_path / "out")["devices"] == {"critic": {"device": expected, "dtype": "bfloat16"}}
     gpus = read_run_record("rank@backend-with_info")["machine"]["gpus"]
     assert len(gpus) == torch.cuda.device_count() and all(g["name"] and g["memory_gb"] > 0 for g in gpus)
+
+
+@pytest.mark.skipif(shutil.which("lscpu") is None, reason="lscpu (util-linux) names the CPU independently")
+def test_the_cpu_is_named_by_its_name_and_type_as_lscpu_names_it():
+    """A run record, a point and a benchmark name the CPU the same way: "AMD EPYC" alone is both a Zen 1 and a
+    Zen 3, whose float kernels differ, so the family and model go with the name."""
+    lines = subprocess.check_output(["lscpu"], text=True).splitlines()
+    listed = {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in lines)}
+    found = cpu()
+    assert found["cpu"] == listed["Model name"]
+    assert (found["family"], found["model"]) == (listed.get("CPU family"), listed.get("Model"))
+    assert set(found["vector_instructions"]) <= set(listed.get("Flags", "").split())
 
 
 @given(seconds=st.floats(0, 1e6, allow_nan=False))
