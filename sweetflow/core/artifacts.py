@@ -84,9 +84,10 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-# What a run of the DAG itself writes into git-tracked files: the lock and the uncached metrics,
-# tables and plots. Their changes do not make the code that ran differ from its commit.
-PIPELINE_WRITES = ("dvc.lock", "reports")
+# What a run of the DAG itself writes into git-tracked files: the lock, the uncached metrics, tables and
+# plots, and params.yaml (`dvc exp run -S` writes an experiment's values there; every manifest holds the
+# validated params). Their changes do not make the code that ran differ from its commit.
+PIPELINE_WRITES = ("dvc.lock", "reports", "params.yaml")
 
 
 def code_version() -> dict:
