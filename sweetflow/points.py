@@ -11,7 +11,8 @@ finishes its results are written into a folder git keeps:
     RECORD/outcomes/<method>/trajectories-seed<k>.parquet  each test episode's outcome, no dialogue: what
                                                         the paired intervals read
     RECORD/points.md, points.json                       every method over the seeds it has so far, and the
-                                                        paired task-bootstrap intervals of the comparisons
+                                                        paired intervals of the comparisons (tasks and seeds
+                                                        resampled: sweetflow/report/intervals.py)
 
 DVC's run cache dies with the machine; the record does not. `sweetflow experiment FILE --points RECORD`
 runs the points the record lacks, seed by seed, so a run carried on across machines trains and evaluates
@@ -36,7 +37,7 @@ from sweetflow.core.errors import InputError
 from sweetflow.core.tables import SEED_TRAJECTORIES
 from sweetflow.domain_report import get_domain_report
 from sweetflow.params import Params
-from sweetflow.report.intervals import COMPARISONS, paired_bootstrap, task_means
+from sweetflow.report.intervals import COMPARISONS, RESAMPLED, paired_bootstrap, read_seed_task_means
 from sweetflow.report.read import WARM_STARTED, label, read_base_policy
 
 BASE = "zero_shot"  # the base model's point: the paper's zero-shot row
@@ -148,9 +149,8 @@ def read_points(record: Path) -> dict[str, dict[int, dict]]:
     return {method: by_seed for method, by_seed in found.items() if by_seed}
 
 
-def outcomes(record: Path, method: str, seeds: set[int]) -> pl.DataFrame:
-    files = [record / OUTCOMES / method / SEED_TRAJECTORIES.format(seed=seed) for seed in sorted(seeds)]
-    return pl.concat([pl.read_parquet(f) for f in files])
+def outcome_files(record: Path, method: str, seeds: set[int]) -> list[Path]:
+    return [record / OUTCOMES / method / SEED_TRAJECTORIES.format(seed=seed) for seed in sorted(seeds)]
 
 
 def decide(low: float, high: float, margin: float = EQUIVALENCE_MARGIN) -> str:
@@ -165,8 +165,8 @@ def decide(low: float, high: float, margin: float = EQUIVALENCE_MARGIN) -> str:
 
 def summary(record: Path, domain: str, seeds: list[int], comparisons=COMPARISONS) -> dict:
     """Each method's headline metrics over the seeds it has (their mean, and each seed's), where it ran, each
-    comparison A − B of `comparisons` both methods have: the paired task-bootstrap interval of the domain's episode
-    measure (the backend's success) over the seeds both have (each task's mean over them), as the report's; and
+    comparison A − B of `comparisons` both methods have: the paired interval of the domain's episode measure (the
+    backend's success) over the seeds both have, resampling tasks and each method's seeds, as the report's; and
     the decision: the first comparison read by `decide` once both its methods have all of `seeds`, else pending."""
     report = get_domain_report(domain)
     headline, column = report.headline, report.episode_column
@@ -188,7 +188,7 @@ def summary(record: Path, domain: str, seeds: list[int], comparisons=COMPARISONS
         common = set(found[a]) & set(found[b])
         if not common:
             continue
-        means = (task_means(outcomes(record, m, common), column) for m in (a, b))
+        means = (read_seed_task_means(outcome_files(record, m, common), column) for m in (a, b))
         interval = paired_bootstrap(*means, (a, b))
         compared.append({**asdict(interval), "measure": report.episode_measure, "seeds": sorted(common)})
     a, b = comparisons[0]
@@ -227,8 +227,8 @@ def render(data: dict, domain: str) -> str:
     if data["comparisons"]:
         lines += [
             "",
-            "A − B, paired by task over the seeds both have (each task's mean over them), with its 95% percentile "
-            "bootstrap interval over tasks:",
+            "A − B over the seeds both have (each method's mean over its seeds, paired by task), with its 95% "
+            f"percentile bootstrap interval resampling {RESAMPLED} (sweetflow/report/intervals.py):",
             "",
             "| A − B | measure | seeds | difference | interval | tasks |",
             "|---|---|---|---|---|---|",

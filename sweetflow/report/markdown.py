@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from sweetflow.domain_report import DomainReport
+from sweetflow.report.intervals import RESAMPLED
 from sweetflow.report.read import NOT_RUN, DomainResults, label
 
 
@@ -178,7 +179,7 @@ def behaviour_table(r: DomainResults) -> list[str]:
 
 
 def interval_table(r: DomainResults) -> list[str]:
-    """The paired differences between methods, with their task-bootstrap intervals: one table per
+    """The paired differences between methods, with their two-level bootstrap intervals: one table per
     measure (backend: success; frontend: similarity, then wins against the reference page)."""
     level = f"{r.intervals[0].level:.0%}"
     out = [f"### Paired differences ({r.domain})", ""]
@@ -191,8 +192,9 @@ def interval_table(r: DomainResults) -> list[str]:
         )
         out += [
             f"Per task, the {what} over seeds and samples of one method minus the other's, averaged over "
-            f"the {rows[0].tasks} test tasks; {level} intervals from resampling tasks (paired bootstrap). "
-            "A difference is resolved when its interval excludes 0.",
+            f"the {rows[0].tasks} test tasks; {level} intervals from resampling {RESAMPLED} (a paired "
+            "two-level bootstrap: seeds that disagree widen it). A difference is resolved when its interval "
+            "excludes 0.",
             "",
             f"| comparison | {measure}: difference (points) | {level} interval | resolved |",
             "|---|---|---|---|",

@@ -109,7 +109,7 @@ def intervals_table(intervals: list[Interval], name: str, label: Callable[[str],
     return (
         f"<h3>Paired differences in {html.escape(name)} (points)</h3>"
         f'<table class="intervals"><thead><tr><th>comparison</th><th>difference</th><th>{level} interval '
-        f"(task bootstrap)</th><th>tasks</th><th>excludes 0</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"(tasks and seeds resampled)</th><th>tasks</th><th>excludes 0</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 

@@ -157,8 +157,8 @@ def test_a_point_whose_evaluation_lacks_its_seed_is_refused_and_writes_nothing(w
 )
 @settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_comparison_pairs_tasks_over_the_seeds_both_methods_have(tmp_path_factory, monkeypatch, a, b):
-    """SWEET-RL at len(a) seeds, MT-DPO at len(b): the interval is the paired bootstrap of each task's mean over
-    the seeds both have, and each method's row is its mean over its own seeds."""
+    """SWEET-RL at len(a) seeds, MT-DPO at len(b): the interval is the two-level bootstrap (tasks paired, each
+    method's seeds resampled) over the seeds both have, and each method's row is its mean over its own seeds."""
     root = tmp_path_factory.mktemp("ws")
     shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
     monkeypatch.chdir(root)
@@ -171,7 +171,7 @@ def test_a_comparison_pairs_tasks_over_the_seeds_both_methods_have(tmp_path_fact
     common = range(min(len(a), len(b)))
 
     def means(seeds):
-        return {f"t{i}": sum(seeds[s][i] for s in common) / len(common) for i in range(6)}
+        return {f"trajectories-seed{s}": {f"t{i}": float(seeds[s][i]) for i in range(6)} for s in common}
 
     [compared] = data["comparisons"]
     expected = paired_bootstrap(means(a), means(b), ("sweet", "mtdpo"))
