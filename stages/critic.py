@@ -16,7 +16,8 @@ per-token KL divergence from its reference there (`heldout_kl_to_reference`, `sw
 
 Resumable: a run cut off keeps the warmed-up model once warm-up ends, the reference's log-probs as far as
 it computed them and each training's state (saved every `TrainRun.save_every_s`) under
-`.sweetflow/checkpoints/`, and computes and trains only what is left.
+`.sweetflow/checkpoints/`, and computes and trains only what is left. The warmed-up model stays kept after
+the stage, named by what decides the warm-up alone: the critic tuned at several learning rates warms up once.
 
 Writes `models/DOMAIN/critics/NAME/` (the checkpoint; `reference/`, the warmed-up reference, with
 warm-up only; `reference_logps.pt`, the reference's per-turn log-probs of the training sequences,
@@ -74,12 +75,15 @@ def main() -> None:
 
     # Warm-up: learn to read the critic's view first; the held-out tasks stay unseen, as for the pairs.
     # The warmed model is the critic's reference: kept, so that the ranking subtracts the same model. Every
-    # process trains the critic from the kept copy (the main one alone holds the trained model).
-    warmup, warmed = {}, kept / "warmup"
+    # process trains the critic from the kept copy (the main one alone holds the trained model). Its own
+    # trainer (the warm-up's epochs and rate) names it, not the preference loss's rate and epochs.
+    warmup, trainer = {}, p.model_copy(update={"epochs": p.warmup_epochs, "learning_rate": p.warmup_learning_rate})
+    warming = {"trainer": trainer, "training": engine, "device": stage.params.device}
+    warmed = checkpoint_path(f"{stage.name}-warmup", warming, inputs).with_suffix("")
     if p.warmup_epochs:
         if not (warmed / "result.json").is_file():
             chats = successful_chats(tasks, trajectories.filter(~is_held), p.warmup_min_reward, p.training_info)
-            warm_up(model, tokenizer, chats, p, engine, stage.params.device, warmed, kept)
+            warm_up(model, tokenizer, chats, trainer, engine, stage.params.device, warmed)
         elif process_state().is_main_process:
             print(f"{stage.name}: the warm-up restored as an interrupted run finished it ({warmed})", file=sys.stderr)
         process_state().wait_for_everyone()
@@ -147,15 +151,13 @@ def main() -> None:
     print(json.dumps({"data": data, "training": {**fitted.summary, **fitted.run}}, indent=2))
 
 
-def warm_up(model, tokenizer, chats: list, p: CriticParams, engine: TrainingParams, device, warmed: Path, kept: Path):
-    """Fine-tune `model` on `chats` for `p.warmup_epochs`; the main process keeps it in `warmed`, whole or not at
-    all: its checkpoint and what the critic's metrics report of it."""
+def warm_up(model, tokenizer, chats: list, trainer: CriticParams, engine: TrainingParams, device, warmed: Path):
+    """Fine-tune `model` on `chats` as `trainer` says (the warm-up's epochs and rate); the main process keeps it in
+    `warmed`, whole or not at all: its checkpoint and what the critic's metrics report of it."""
     examples, _ = encode_chats(tokenizer, chats, context_length(tokenizer, model.config))
-    log_dir = kept / "warmup.log"  # its summary goes into the critic's metrics
-    trainer = p.model_copy(update={"epochs": p.warmup_epochs, "learning_rate": p.warmup_learning_rate})
-    run = TrainRun(
-        trainer=trainer, engine=engine, log_dir=log_dir, name="sft", device=device, resume_dir=kept / "warmup.training"
-    )
+    log_dir = warmed.with_name(f"{warmed.name}.log")  # its summary goes into the critic's metrics
+    resume_dir = warmed.with_name(f"{warmed.name}.training")
+    run = TrainRun(trainer=trainer, engine=engine, log_dir=log_dir, name="sft", device=device, resume_dir=resume_dir)
     fitted = train_sft(model, examples, [], run=run, pad_id=pad_id(tokenizer))
     if fitted.model is None:  # not the main process
         return

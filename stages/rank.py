@@ -11,7 +11,9 @@ trained with it) and scored by its mean per-token log-ratio:
   log-prob of the candidate, recorded at sampling time in the policy's view.
 A candidate whose state and action exceed the critic's context is left out (counted). Resumable: a run
 cut off keeps each pass's log-probs as far as it computed them (`sweetflow.rl.logprobs.kept_segment_logps`)
-under `.sweetflow/checkpoints/`, and computes only the rest.
+under `.sweetflow/checkpoints/`, and computes only the rest. The reference's pass stays kept after the stage,
+named by the reference's bytes and the candidates' view: a critic tuned at several learning rates from one
+warm-up has one reference, whose pass (half the stage's time) then runs once.
 
 Writes `data/DOMAIN/ranked/CRITIC/` (`candidates.parquet`: state_id, candidate, n_tokens (as sampled),
 score, critic and baseline mean log-probs; `manifest.json`) and `reports/DOMAIN/stages/ranked/CRITIC/metrics.json`.
@@ -66,8 +68,12 @@ def main() -> None:
     passes = checkpoint_path(stage.name, stage.sections, inputs).with_suffix("")  # kept for a rerun
     with stage.output(inputs) as out:
         if p.baseline == "reference":
-            reference, _ = load_checkpoint(critic_reference(critic_dir, base), device)
+            reference_dir = critic_reference(critic_dir, base)
+            reference, _ = load_checkpoint(reference_dir, device)
             out.devices["reference"] = placement(reference)
+            # Everything that decides the reference's pass: the model, the candidates in the critic's view, batching.
+            view = {"rank": p, "training_info": critic_params.training_info, "device": params.device}
+            reference_inputs = [tasks_file, rollout, candidates_file, reference_dir]
             scores = score_candidates(
                 critic,
                 reference,
@@ -76,6 +82,7 @@ def main() -> None:
                 pad_id(tokenizer),
                 critic_params.length_normalize,
                 keep=passes,
+                keep_reference=checkpoint_path("rank-reference", view, reference_inputs).with_suffix(""),
             )
             critic_mean, baseline, score = scores.critic_mean, scores.reference_mean, scores.score
         else:

@@ -283,6 +283,13 @@ def parser_experiment(sub: argparse._SubParsersAction) -> None:
         help="with --points: only these methods' points (policies, or zero_shot: the base model), seed by seed in this "
         "order (default: the base, then every policy)",
     )
+    p.add_argument(
+        "--decide",
+        nargs=2,
+        metavar=("A", "B"),
+        help="with --points: the comparison A − B the record's decision rule reads (default: the one its points.json "
+        "reads, else SWEET-RL − MT-DPO); the others are reported beside it",
+    )
     p.set_defaults(func=cmd_experiment)
 
 
@@ -296,9 +303,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     warn_emulated_bf16(params)
     if args.points:
         return run_points(args, params)
-    if args.methods:
+    if args.methods or args.decide:
         raise InputError(
-            "--methods chooses among the points of --points RECORD; without --points the run has no points"
+            "--methods and --decide are about the points of --points RECORD; without --points the run has no points"
         )
     command = experiments.run_command(args.file, args.dvc_args, args.params, args.tuned)
     # markup=False: `-S train_domains=[frontend]` is not a rich tag.
@@ -337,7 +344,7 @@ def run_points(args: argparse.Namespace, params) -> int:
         if returncode:
             return returncode
         written = points.write_point(record, domain, point, name, params.training.precision)
-        points.write_summary(record, domain, params.seeds)
+        points.write_summary(record, domain, params.seeds, tuple(args.decide) if args.decide else None)
         console.print(
             f"{point}: {written} and its outcomes written; commit {record} now",
             highlight=False,
@@ -439,8 +446,9 @@ def parser_tune(sub: argparse._SubParsersAction) -> None:
         choices=GRIDS,
         default="full",
         help="queue, run: full (learning rate × epochs, the preference methods also over the NLL term), lr-epochs "
-        "(learning rate × epochs for every method) or faithful (per learning rate, four configurations of each "
-        "method's own knobs: sweetflow/tuning.py)",
+        "(learning rate × epochs for every method), faithful (per learning rate, four configurations of each "
+        "method's own knobs) or official (the learning rate alone, the rest as the official actor has it; SWEET-RL "
+        "only): sweetflow/tuning.py",
     )
     p.add_argument(
         "--learning-rates",
@@ -492,6 +500,14 @@ def parser_tune(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=1,
         help="table: read the experiments of the last N commits of HEAD (1: HEAD's own, as `dvc exp show`)",
+    )
+    p.add_argument(
+        "--kl-bound",
+        type=float,
+        help="table --critics: one learning rate for every critic, among those at which each kept its held-out KL to "
+        "its reference at most this; the best good vs bad of the first critic there, then the gate "
+        "(sweetflow/tuning.py, CriticRule; exit status 1 when the gate fails, the table written); default: each "
+        "critic its own best good vs bad",
     )
     p.set_defaults(func=cmd_tune)
 
@@ -556,14 +572,21 @@ def cmd_tune(args: argparse.Namespace) -> int:
         trials = kept(found, tuning.CriticTrial)
         if not trials:
             raise InputError(missing)
-        best = tuning.choose_critics(trials)
         # The first two critics defined (with and without the training-time information), paired by state from
         # the experiments here (a pair needs both experiments' outputs).
         two = list(params.critics)[:2]
+        rule = tuning.CriticRule(args.kl_bound, lead=two[0]) if args.kl_bound is not None else None
+        best = tuning.choose_critics(trials, rule)
         recorded = record if args.resume else None
         pairs = tuning.compare_critics(args.domain, found, trials, best, *two, recorded) if len(two) == 2 else []
-        tuning.write_critic_table(args.domain, trials, best, args.out, pairs)
-        markdown = tuning.render_critics(args.domain, trials, best) + tuning.render_pairs(pairs, best)
+        controls, gate = [], None
+        if rule:
+            here = {c: t for c, t in best.items() if t in found}  # the chosen experiments whose outputs are here
+            controls = kept(
+                tuning.control_pairs(args.domain, here), tuning.ControlPair, "controls", tuning.CONTROL_IDENTITY
+            )
+            gate = tuning.critic_gate(pairs, best, *two)
+        markdown = tuning.write_critic_table(args.domain, trials, best, args.out, pairs, rule, controls, gate)
         console.print(markdown, highlight=False)
         section = "critics"
     else:
@@ -575,9 +598,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
         best = tuning.choose(trials, domain.headline, domain.goal_metric)
         tuning.write_table(args.domain, trials, best, domain.headline, args.out)
         console.print(tuning.render(args.domain, trials, best, domain.headline), highlight=False)
-        section = "policies"
+        section, gate = "policies", None
     for name, trial in sorted(best.items()):
         console.print(f"{section}.{name}: {tuning.describe(trial.config)}", highlight=False, markup=False)
+    if critics and gate is not None and not gate["passed"]:
+        console.print(f"the gate failed ({record.with_suffix('.md')}): no policy is to be trained", highlight=False)
+        return 1
     return 0
 
 

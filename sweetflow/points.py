@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import polars as pl
+import yaml
 
 from sweetflow.core.artifacts import code_version, cpu, read_run_record, write_json
 from sweetflow.core.definition import definition
@@ -41,6 +42,7 @@ from sweetflow.report.intervals import COMPARISONS, RESAMPLED, paired_bootstrap,
 from sweetflow.report.read import WARM_STARTED, label, read_base_policy
 
 BASE = "zero_shot"  # the base model's point: the paper's zero-shot row
+LOCK = "dvc.lock"
 POINTS, OUTCOMES, TABLE = "points", "outcomes", "points"
 # The decision rule committed before the faithful run's first test task was read (docs/real-model.md): the
 # first comparison decides, once both methods have every planned seed; an interval inside ± this margin (in
@@ -106,6 +108,7 @@ def write_point(record: Path, domain: str, point: Point, experiment: str, precis
         "code": code_version(),  # the commit it ran on: with the experiment file, tuning tables and seed, its params
         "test": _seed_metrics(Path(test.metrics), point),
         "ran_on": {**cpu(), "kernels": _kernels(point.targets(domain)[-1]), "precision": precision},
+        "inputs": upstream_outputs(Path(LOCK), point.targets(domain)),
     }
     if point.method == BASE:  # the paper's zero-shot is the base as shipped; say when it is not
         base = read_base_policy(domain)
@@ -120,6 +123,25 @@ def write_point(record: Path, domain: str, point: Point, experiment: str, precis
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, data)
     return path
+
+
+def upstream_outputs(lock: Path, stages: list[str]) -> dict[str, str]:
+    """Every output the `stages` read, directly or through the stages before them, with its hash from `lock` (the
+    workspace's dvc.lock after the point's experiment): the tasks, rollouts, candidates, critic, step pairs and base
+    model a point was computed from, so that points of different machines can be told to share them or not."""
+    try:
+        entries = yaml.safe_load(lock.read_text())["stages"]
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as e:
+        raise InputError(f"{lock}: not a DVC lock file with stages ({e})") from None
+    made_by = {out["path"]: name for name, entry in entries.items() for out in entry.get("outs", [])}
+    found: dict[str, str] = {}
+    todo = [name for name in stages if name in entries]
+    while todo:
+        for dep in entries[todo.pop()].get("deps", []):
+            if dep["path"] in made_by and dep["path"] not in found:
+                found[dep["path"]] = dep.get("md5") or dep.get("hash") or ""
+                todo.append(made_by[dep["path"]])
+    return dict(sorted(found.items()))
 
 
 def _kernels(stage: str) -> str | None:
@@ -161,6 +183,18 @@ def decide(low: float, high: float, margin: float = EQUIVALENCE_MARGIN) -> str:
     if high < 0:
         return "worse"
     return "equivalent" if -margin <= low and high <= margin else "not told apart"
+
+
+def ordered_comparisons(record: Path, decide: tuple[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """The comparisons of a record, the one its decision rule reads first: `decide`, else the one the record's
+    points.json already decides on (a re-render keeps each record's rule), else `COMPARISONS`' first."""
+    if decide is None:
+        try:
+            decision = json.loads((record / f"{TABLE}.json").read_text())["decision"]
+            decide = (decision["a"], decision["b"])
+        except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
+            decide = COMPARISONS[0]
+    return (tuple(decide), *(c for c in COMPARISONS if c != tuple(decide)))
 
 
 def summary(record: Path, domain: str, seeds: list[int], comparisons=COMPARISONS) -> dict:
@@ -258,8 +292,9 @@ def render(data: dict, domain: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_summary(record: Path, domain: str, seeds: list[int]) -> dict:
-    data = summary(record, domain, seeds)
+def write_summary(record: Path, domain: str, seeds: list[int], decide: tuple[str, str] | None = None) -> dict:
+    """points.json and points.md of `record`, the decision on `decide` (`ordered_comparisons`)."""
+    data = summary(record, domain, seeds, ordered_comparisons(record, decide))
     write_json(record / f"{TABLE}.json", data)
     (record / f"{TABLE}.md").write_text(render(data, domain))
     return data

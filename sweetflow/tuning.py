@@ -3,7 +3,8 @@
 Every tuned policy gets a grid of the same size (`GRIDS`): `full`, learning rate × epochs, the
 preference methods also the NLL term (none, 0.01 on the responses, and the official actor's 0.01 over
 the whole dialogue); `lr-epochs`, learning rate × epochs for every method; `faithful`, four
-configurations a learning rate for every method, each over its own knobs (`faithful`). Each
+configurations a learning rate for every method, each over its own knobs (`faithful`); `official`,
+the learning rate alone, the rest as the official actor has it (SWEET-RL only). Each
 configuration is one DVC experiment whose only target is
 `validate@<domain>-<policy>`: it retrains that policy and evaluates it on the validation tasks,
 never on the test tasks. The choice per policy is the configuration with the best validation goal
@@ -13,7 +14,9 @@ The critics are tuned before the policies, on the training split alone (`--criti
 rate of one grid is an experiment targeting `critic_quality@<domain>-<critic>`, which trains the
 critic, ranks the candidates and measures its good-vs-bad accuracy on the labelled training states;
 the choice is the highest good-vs-bad accuracy, then the held-out pair accuracy, then the lower rate
-(`choose_critics`), the same rule for both critics.
+(`choose_critics`), the same rule for both critics; or, with a bound on how far a critic may drift from
+its reference (`CriticRule`, `tune table --critics --kl-bound`), one rate for both, then a gate on
+the length-matched comparison of the two that decides whether policies are trained on them.
 
     sweetflow tune queue --domain backend    # one `dvc exp run --queue` per configuration
     dvc queue start -j 1                     # run them; `dvc queue status` to follow
@@ -87,7 +90,11 @@ def faithful(method: str, epochs: tuple[int, ...]) -> list[dict]:
     return FAITHFUL[method](epochs)
 
 
-GRIDS = ("full", "lr-epochs", "faithful")
+# The `official` grid: the learning rate alone, every other knob as the official actor has it (SWEET-RL: one epoch,
+# the paper's step pairs and the NLL term over each whole chosen dialogue).
+OFFICIAL = {"sweet": {"epochs": 1, STEP_PAIR_RULE: "halves", **OFFICIAL_NLL}}
+
+GRIDS = ("full", "lr-epochs", "faithful", "official")
 PREFIX = "tune"
 CRITIC_PREFIX = "tunecritic"  # not "tune-": a critic's name must never read as a policy's
 ON = "on-"  # names a tuning on an experiment file: tune-backend-rft-lr1e-04-ep1-on-smollm2
@@ -101,11 +108,15 @@ def configurations(
 ) -> list[dict]:
     """The grid one policy is tuned over (`GRIDS`); every method gets as many configurations in `faithful`
     (`faithful`: only MT-DPO reads `epochs`) and `lr-epochs` (where the NLL term stays as params.yaml has
-    it), every method of a loss the same ones in `full`."""
+    it), every method of a loss the same ones in `full`; `official` tunes the learning rate alone (`OFFICIAL`)."""
     if grid not in GRIDS:
         raise ValueError(f"unknown grid {grid!r}: expected one of {GRIDS}")
     if grid == "faithful":
         return [{"learning_rate": lr, **variant} for lr in learning_rates for variant in faithful(method, epochs)]
+    if grid == "official":
+        if method not in OFFICIAL:
+            raise ValueError(f"the official grid has no configuration of method {method!r} (tuning.OFFICIAL)")
+        return [{"learning_rate": lr, **OFFICIAL[method]} for lr in learning_rates]
     plain = [{"learning_rate": lr, "epochs": e} for lr in learning_rates for e in epochs]
     if not POLICY_METHODS[method].reads_preference or grid == "lr-epochs":
         return plain
@@ -474,7 +485,7 @@ def launch_critics(
 # What a critic's trial reads: stage -> the metrics kept from its metrics file (where dvc.yaml puts it).
 CRITIC_METRICS = {
     "critic": ("heldout_accuracy", "eval_nll_initial", "eval_nll_final", "heldout_kl_to_reference"),
-    "critic_quality": ("good_vs_bad_accuracy", "states_mixed"),
+    "critic_quality": ("good_vs_bad_accuracy", "states_mixed", "length_matched_accuracy", "length_matched_states"),
     "step_pairs": ("score_length_corr",),
 }
 
@@ -515,23 +526,72 @@ def collect_critics(domain: str, root: Path = Path("."), commits: int = 1, on: s
     return trials
 
 
-def choose_critics(trials: list[CriticTrial]) -> dict[str, CriticTrial]:
+def choose_critics(trials: list[CriticTrial], rule: CriticRule | None = None) -> dict[str, CriticTrial]:
     """Per critic: the highest good-vs-bad accuracy on the labelled training states, then the highest
-    held-out pair accuracy, then the lower learning rate (the one that moved the model less)."""
-
-    def key(t: CriticTrial) -> tuple:
-        return t.metrics["good_vs_bad_accuracy"], t.metrics["heldout_accuracy"] or 0.0, -t.config["learning_rate"]
-
+    held-out pair accuracy, then the lower learning rate (the one that moved the model less). With a `rule`
+    bounding the drift: one rate for every critic (`CriticRule`)."""
+    if rule is not None:
+        return rule.choose(trials)
     best: dict[str, CriticTrial] = {}
     for t in trials:
-        if t.critic not in best or key(t) > key(best[t.critic]):
+        if t.critic not in best or _critic_key(t) > _critic_key(best[t.critic]):
             best[t.critic] = t
     return best
 
 
-def render_critics(domain: str, trials: list[CriticTrial], best: dict[str, CriticTrial]) -> str:
+def _critic_key(t: CriticTrial) -> tuple:
+    return t.metrics["good_vs_bad_accuracy"], t.metrics["heldout_accuracy"] or 0.0, -t.config["learning_rate"]
+
+
+@dataclass(frozen=True)
+class CriticRule:
+    """One learning rate for every critic, so that the training-time information is their only difference, among
+    the rates at which each stayed a language model: every critic ran at it and its held-out KL to its reference
+    is at most `kl_bound`. Of those, the best good-vs-bad accuracy of `lead` (the critic that reads the
+    information), then its held-out pair accuracy, then the lower rate. None qualifies: nothing is chosen."""
+
+    kl_bound: float
+    lead: str = "with_info"
+
+    def within(self, trials: list[CriticTrial]) -> dict[float, dict[str, CriticTrial]]:
+        """The rates that qualify, each with its critics' trials."""
+        critics = {t.critic for t in trials}
+        by_rate: dict[float, dict[str, CriticTrial]] = {}
+        for t in trials:
+            by_rate.setdefault(t.config["learning_rate"], {})[t.critic] = t
+
+        def stayed(t: CriticTrial) -> bool:
+            kl = t.metrics.get("heldout_kl_to_reference")
+            return kl is not None and kl <= self.kl_bound
+
+        return {lr: ts for lr, ts in by_rate.items() if set(ts) == critics and all(map(stayed, ts.values()))}
+
+    def choose(self, trials: list[CriticTrial]) -> dict[str, CriticTrial]:
+        within = self.within(trials)
+        if not within or self.lead not in {t.critic for t in trials}:
+            return {}
+        return within[max(within, key=lambda lr: _critic_key(within[lr][self.lead]))]
+
+    def describe(self) -> str:
+        return (
+            f"one rate for both critics, among those at which each kept its held-out KL to its reference at most "
+            f"{self.kl_bound:g}: the best good vs bad of `{self.lead}`, then its held-out pair accuracy, then the "
+            "lower rate"
+        )
+
+
+def render_critics(
+    domain: str, trials: list[CriticTrial], best: dict[str, CriticTrial], rule: CriticRule | None = None
+) -> str:
     """The markdown table of every critic learning rate tried, the chosen ones marked."""
+    from sweetflow.rl.critic_quality import LENGTH_MATCH
+
     rates = ", ".join(f"{lr:g}" for lr in sorted({t.config["learning_rate"] for t in trials}))
+    choice = (
+        rule.describe()
+        if rule
+        else "per critic, the best good vs bad, then held-out pair accuracy, then the lower rate"
+    )
     out = [
         f"# Tuning the critics on the training split ({domain})",
         "",
@@ -539,12 +599,13 @@ def render_critics(domain: str, trials: list[CriticTrial], best: dict[str, Criti
         "critic and ranked the candidates at the labelled training states; nothing of the validation or test "
         "tasks was read. Good vs bad: the share of (good, bad) candidate pairs at a state the critic ranks the "
         "right way round. Held-out pairs: trajectory pairs of tasks kept out of its training. Drift: the NLL of "
-        "the held-out turns before → after, and the mean per-token KL to its reference there. Chosen: the best "
-        f"good vs bad, then held-out pair accuracy, then the lower rate. {RAN_ON_NOTE}",
+        "the held-out turns before → after, and the mean per-token KL to its reference there. Length-matched: good vs "
+        f"bad on the (good, bad) combinations whose lengths are within {LENGTH_MATCH:g}× of each other, over the "
+        f"states that hold one. Chosen: {choice}. {RAN_ON_NOTE}",
         "",
-        "| critic | learning rate | good vs bad (%) | states | held-out pairs (%) | held-out NLL | KL to reference "
-        "| score vs length (r) | chosen | ran on |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| critic | learning rate | good vs bad (%) | states | length-matched (%) | states | held-out pairs (%) "
+        "| held-out NLL | KL to reference | score vs length (r) | chosen | ran on |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def number(value, form: str, scale: float = 1) -> str:
@@ -557,14 +618,18 @@ def render_critics(domain: str, trials: list[CriticTrial], best: dict[str, Criti
             f"{t.config['learning_rate']:g}",
             number(m["good_vs_bad_accuracy"], ".1f", 100),
             number(m["states_mixed"], "d"),
+            number(m.get("length_matched_accuracy"), ".1f", 100),
+            number(m.get("length_matched_states"), "d"),
             number(m["heldout_accuracy"], ".1f", 100),
             f"{number(m['eval_nll_initial'], '.3f')} → {number(m['eval_nll_final'], '.3f')}",
             number(m["heldout_kl_to_reference"], ".3f"),
             number(m["score_length_corr"], "+.2f"),
-            "**yes**" if best[t.critic].experiment == t.experiment else "",
+            "**yes**" if t.critic in best and best[t.critic].experiment == t.experiment else "",
             t.ran_on or "—",
         ]
         out.append(f"| {' | '.join(cells)} |")
+    if rule and not best:
+        out += ["", f"**No rate qualifies** ({rule.describe()}): no critic is chosen, and the gate fails."]
     return "\n".join(out) + "\n"
 
 
@@ -594,25 +659,91 @@ def pair_critics(
 ) -> list[CriticPair]:
     """Critics `a` and `b` at every learning rate both were tried at, and at the rates `chosen` for each, each
     pair compared on the labelled candidates' scores of its two experiments (read from DVC's cache at each
-    experiment's commit; `trials` without outputs here are left out)."""
+    experiment's commit; `trials` without outputs here are left out): on every (good, bad) combination and, where
+    the scores carry the candidates' lengths, on the length-matched ones."""
+    at = {(t.critic, t.config["learning_rate"]): t for t in trials}
+    return [
+        CriticPair(
+            a,
+            b,
+            rate_a,
+            rate_b,
+            _paired_accuracy(
+                scored_candidates(domain, at[a, rate_a], root),
+                scored_candidates(domain, at[b, rate_b], root),
+                resamples,
+            ),
+        )
+        for rate_a, rate_b in pair_rates(trials, a, b, chosen)
+    ]
+
+
+def scored_candidates(domain: str, trial: CriticTrial, root: Path = Path(".")):
+    """The trial's critic_quality scored.parquet (each labelled candidate with its score), from DVC's cache at the
+    experiment's commit."""
     import dvc.api
     import polars as pl
 
     from sweetflow.core.definition import output_of
     from sweetflow.core.tables import SCORED
+
+    path = output_of("critic_quality", domain, trial.critic, SCORED, root=root)
+    with dvc.api.open(str(path), repo=str(root), rev=trial.rev, mode="rb") as f:
+        return pl.read_parquet(f)
+
+
+def _paired_accuracy(scored_a, scored_b, resamples: int) -> dict:
+    """a, b and a − b on every combination and, given the lengths, on the length-matched ones ("length_matched")."""
     from sweetflow.report.critic_intervals import accuracy_difference
+    from sweetflow.rl.critic_quality import LENGTH_MATCH
 
-    def scored(trial: CriticTrial) -> pl.DataFrame:
-        path = output_of("critic_quality", domain, trial.critic, SCORED, root=root)
-        with dvc.api.open(str(path), repo=str(root), rev=trial.rev, mode="rb") as f:
-            return pl.read_parquet(f)
+    accuracy = {k: e.as_dict() for k, e in accuracy_difference(scored_a, scored_b, resamples).items()}
+    if "n_tokens" in scored_a.columns:  # scored before the length-matched figures carried no lengths
+        matched = accuracy_difference(scored_a, scored_b, resamples, length_match=LENGTH_MATCH)
+        accuracy["length_matched"] = {k: e.as_dict() for k, e in matched.items()}
+    return accuracy
 
-    at = {(t.critic, t.config["learning_rate"]): t for t in trials}
+
+@dataclass(frozen=True)
+class ControlPair:
+    """A chosen critic against a control that reads no dialogue (`sweetflow.rl.critic_quality.CONTROLS`), paired
+    by state on the same labelled candidates: accuracy as `CriticPair`'s, `b` being the control."""
+
+    critic: str
+    rate: float
+    control: str
+    accuracy: dict
+
+
+CONTROL_IDENTITY = ("critic", "rate", "control")  # what tells a table's control pairs apart
+
+
+def control_pairs(
+    domain: str, chosen: dict[str, CriticTrial], root: Path = Path("."), resamples: int = 2000
+) -> list[ControlPair]:
+    """Each chosen critic against each control on its own labelled candidates (scores that carry the lengths and the
+    base policy's log-probs; none before them)."""
+    from sweetflow.rl.critic_quality import CONTROLS
+
     pairs = []
-    for rate_a, rate_b in pair_rates(trials, a, b, chosen):
-        estimates = accuracy_difference(scored(at[a, rate_a]), scored(at[b, rate_b]), resamples)
-        pairs.append(CriticPair(a, b, rate_a, rate_b, {k: e.as_dict() for k, e in estimates.items()}))
+    for critic, trial in sorted(chosen.items()):
+        frame = scored_candidates(domain, trial, root)
+        if "base_logprob" not in frame.columns:
+            continue
+        for name, score in CONTROLS.items():
+            accuracy = _paired_accuracy(frame, frame.with_columns(score=score), resamples)
+            pairs.append(ControlPair(critic, trial.config["learning_rate"], name, accuracy))
     return pairs
+
+
+def critic_gate(pairs: list[CriticPair], chosen: dict[str, CriticTrial], a: str, b: str) -> dict:
+    """The gate of a drift-bounded choice (`CriticRule`): at the one rate chosen for both, `a` − `b` on the
+    length-matched combinations, paired by state, lies above 0. No rate chosen, or no such figure: it fails."""
+    rates = {chosen[c].config["learning_rate"] for c in (a, b) if c in chosen}
+    rate = rates.pop() if len(rates) == 1 and len(chosen) >= 2 else None
+    pair = next((p for p in pairs if (p.rate_a, p.rate_b) == (rate, rate)), None)
+    matched = (pair.accuracy.get("length_matched") or {}).get("a_minus_b") if pair else None
+    return {"a": a, "b": b, "rate": rate, "a_minus_b": matched, "passed": bool(matched and matched["low"] > 0)}
 
 
 def compare_critics(
@@ -661,10 +792,12 @@ def render_pairs(pairs: list[CriticPair], chosen: dict[str, CriticTrial]) -> str
         f"## `{a}` against `{b}`, paired by state",
         "",
         "Good-vs-bad accuracy on the same labelled training states at each learning rate both ran, and at the "
-        "rates chosen for each: percentile bootstrap 95% intervals over the states.",
+        "rates chosen for each: percentile bootstrap 95% intervals over the states. Length-matched: the same on the "
+        "(good, bad) combinations of like lengths, over the states that hold one.",
         "",
-        f"| `{a}` rate | `{b}` rate | `{a}` (%) | `{b}` (%) | {a} − {b} (points) | states | chosen rates |",
-        "|---|---|---|---|---|---|---|",
+        f"| `{a}` rate | `{b}` rate | `{a}` (%) | `{b}` (%) | {a} − {b} (points) | states "
+        f"| length-matched: `{a}` (%) | `{b}` (%) | {a} − {b} | states | chosen rates |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in pairs:
         e = p.accuracy
@@ -675,15 +808,88 @@ def render_pairs(pairs: list[CriticPair], chosen: dict[str, CriticTrial]) -> str
             cell(e["b"], ".1f"),
             cell(e["a_minus_b"], "+.1f"),
         ]
+        cells.append(str(e["a"]["states"]))
+        matched = e.get("length_matched")
+        if matched:
+            cells += [cell(matched[k], f) for k, f in (("a", ".1f"), ("b", ".1f"), ("a_minus_b", "+.1f"))]
+            cells.append(str(matched["a"]["states"]))
+        else:
+            cells += ["—"] * 4
         marked = "**yes**" if (p.rate_a, p.rate_b) == best else ""
-        out.append(f"| {' | '.join(cells)} | {e['a']['states']} | {marked} |")
+        out.append(f"| {' | '.join(cells)} | {marked} |")
     return "\n".join(out) + "\n"
 
 
+def render_controls(controls: list[ControlPair]) -> str:
+    """The chosen critics against the controls, as a markdown section ("" when there are none)."""
+    if not controls:
+        return ""
+
+    def cell(e: dict, form: str) -> str:
+        return f"{100 * e['value']:{form}} [{100 * e['low']:{form}}, {100 * e['high']:{form}}]"
+
+    out = [
+        "",
+        "## The chosen critics against scorers that read no dialogue",
+        "",
+        "Each chosen critic's good-vs-bad accuracy beside a control's on the same labelled candidates, paired by "
+        "state: shorter is better, longer is better, and the base policy's own mean log-prob of the action "
+        "(recorded when it sampled it). A critic no better than a length scorer on every combination, and no better "
+        "than chance on the length-matched ones, has learnt length.",
+        "",
+        "| critic | rate | control | control (%) | critic − control (points) | length-matched: control (%) "
+        "| critic − control |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in controls:
+        e, m = c.accuracy, c.accuracy.get("length_matched") or {}
+        matched = [cell(m["b"], ".1f"), cell(m["a_minus_b"], "+.1f")] if m else ["—", "—"]
+        cells = [f"`{c.critic}`", f"{c.rate:g}", c.control, cell(e["b"], ".1f"), cell(e["a_minus_b"], "+.1f"), *matched]
+        out.append(f"| {' | '.join(cells)} |")
+    return "\n".join(out) + "\n"
+
+
+def render_gate(gate: dict) -> str:
+    """The gate's verdict as a markdown section."""
+    if gate["rate"] is None:
+        reading = "no rate was chosen for both critics"
+    elif gate["a_minus_b"] is None:
+        reading = f"at {gate['rate']:g} the two critics have no length-matched comparison"
+    else:
+        e = gate["a_minus_b"]
+        reading = (
+            f"at {gate['rate']:g}, `{gate['a']}` − `{gate['b']}` on the length-matched combinations is "
+            f"{100 * e['value']:+.1f} [{100 * e['low']:+.1f}, {100 * e['high']:+.1f}] points over {e['states']} states"
+        )
+    verdict = "**passed**: the policies are trained" if gate["passed"] else "**failed**: no policy is trained"
+    return (
+        f"\n## The gate\n\nPolicies are trained only if, at the chosen rate, the critic with the training-time "
+        f"information beats the one without on length-matched pairs, the paired interval above 0: {reading}. "
+        f"The gate {verdict}.\n"
+    )
+
+
 def write_critic_table(
-    domain: str, trials: list[CriticTrial], best: dict[str, CriticTrial], out: Path, pairs: list[CriticPair] = ()
-) -> None:
+    domain: str,
+    trials: list[CriticTrial],
+    best: dict[str, CriticTrial],
+    out: Path,
+    pairs: list[CriticPair] = (),
+    rule: CriticRule | None = None,
+    controls: list[ControlPair] = (),
+    gate: dict | None = None,
+) -> str:
     """<out>/<domain>-critics.{md,json}: every critic trial, the choice (`sweetflow experiment --tuned` reads it)
-    and the critics' paired comparisons (`pair_critics`)."""
-    markdown = render_critics(domain, trials, best) + render_pairs(list(pairs), best)
-    _write(table_path(out, domain, critics=True), markdown, "critics", trials, best, pairs=[asdict(p) for p in pairs])
+    and the critics' paired comparisons (`pair_critics`); with a drift-bounded `rule`, the rule, the chosen critics
+    against the controls and the gate. Returns the markdown."""
+    markdown = (
+        render_critics(domain, trials, best, rule)
+        + render_pairs(list(pairs), best)
+        + render_controls(list(controls))
+        + (render_gate(gate) if gate else "")
+    )
+    more = {"pairs": [asdict(p) for p in pairs]}
+    if rule:
+        more |= {"rule": asdict(rule), "controls": [asdict(c) for c in controls], "gate": gate}
+    _write(table_path(out, domain, critics=True), markdown, "critics", trials, best, **more)
+    return markdown

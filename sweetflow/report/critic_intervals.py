@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from sweetflow.rl.critic_check import agreement
-from sweetflow.rl.critic_quality import good_vs_bad_accuracy
+from sweetflow.rl.critic_quality import combinations, good_vs_bad_accuracy
 
 
 @dataclass(frozen=True)
@@ -49,32 +49,37 @@ def _interval(values: list[float], point: float, states: int, level: float) -> E
 
 
 def accuracy_difference(
-    scored_a: pl.DataFrame, scored_b: pl.DataFrame, resamples: int = 2000, level: float = 0.95, seed: int = 0
+    scored_a: pl.DataFrame,
+    scored_b: pl.DataFrame,
+    resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    length_match: float | None = None,
 ) -> dict[str, Estimate]:
-    """Good-vs-bad accuracy of critics A and B and of A − B, resampling the states where the labels
-    are mixed (the only ones with a good and a bad candidate). `scored_*`: a critic_quality stage's
-    scored.parquet (state_id, candidate, good, score), of the same candidates."""
+    """Good-vs-bad accuracy of critics (or scorers) A and B and of A − B, resampling the states that hold a
+    (good, bad) combination: every mixed state, or with `length_match` those with a length-matched one
+    (`sweetflow.rl.critic_quality.good_vs_bad_accuracy`). `scored_*`: a critic_quality stage's scored.parquet
+    (state_id, candidate, good, score, n_tokens), of the same candidates."""
     labels = scored_a.select("state_id", "candidate", "good").sort("state_id", "candidate")
     if not scored_b.select("state_id", "candidate", "good").sort("state_id", "candidate").equals(labels):
         raise ValueError("the two critics were scored on different labelled candidates; they cannot be paired")
-    mixed = labels.group_by("state_id").agg(m=pl.col("good").any() & (~pl.col("good")).any()).filter("m")
-    states = sorted(mixed["state_id"].to_list())
-
-    scores_a, scores_b = (s.select("state_id", "candidate", "score") for s in (scored_a, scored_b))
+    kept = ["state_id", "candidate", "score", *(["n_tokens"] if length_match else [])]
+    scores_a, scores_b = (s.select(kept) for s in (scored_a, scored_b))
+    compared = sorted(combinations(scores_a, labels, length_match)["state_id"].unique().to_list())
 
     def accuracies(draw: list[str]) -> tuple[float, float]:
         marks = resample_states(labels, draw)
-        a = good_vs_bad_accuracy(resample_states(scores_a, draw), marks)
-        b = good_vs_bad_accuracy(resample_states(scores_b, draw), marks)
+        a = good_vs_bad_accuracy(resample_states(scores_a, draw), marks, length_match)
+        b = good_vs_bad_accuracy(resample_states(scores_b, draw), marks, length_match)
         return a["good_vs_bad_accuracy"], b["good_vs_bad_accuracy"]
 
-    point_a, point_b = accuracies(states)
+    point_a, point_b = accuracies(compared)
     rng = np.random.default_rng(seed)
-    drawn = [accuracies([states[i] for i in rng.integers(0, len(states), len(states))]) for _ in range(resamples)]
+    drawn = [accuracies([compared[i] for i in rng.integers(0, len(compared), len(compared))]) for _ in range(resamples)]
     return {
-        "a": _interval([a for a, _ in drawn], point_a, len(states), level),
-        "b": _interval([b for _, b in drawn], point_b, len(states), level),
-        "a_minus_b": _interval([a - b for a, b in drawn], point_a - point_b, len(states), level),
+        "a": _interval([a for a, _ in drawn], point_a, len(compared), level),
+        "b": _interval([b for _, b in drawn], point_b, len(compared), level),
+        "a_minus_b": _interval([a - b for a, b in drawn], point_a - point_b, len(compared), level),
     }
 
 

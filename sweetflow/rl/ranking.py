@@ -48,13 +48,15 @@ def score_candidates(
     pad_id: int,
     length_normalize: bool,
     keep: Path | None = None,
+    keep_reference: Path | None = None,
 ) -> CandidateScores:
     """The critic's advantage of each candidate (its state, then the action as the one scored segment):
     `segment_scores` of the critic's and the reference's log-prob sums, the formula of the loss
-    (length-normalised: mean log π_critic − mean log π_ref). Both passes are kept in directory `keep`
-    (`candidate_logps`)."""
+    (length-normalised: mean log π_critic − mean log π_ref). The critic's pass is kept in directory `keep`, the
+    reference's in `keep_reference` (default `keep`; `candidate_logps`): critics trained from one reference at
+    several learning rates then compute its pass once."""
     mine = candidate_logps(critic, "critic", sequences, batch_size, pad_id, keep)
-    ref = candidate_logps(reference, "reference", sequences, batch_size, pad_id, keep)
+    ref = candidate_logps(reference, "reference", sequences, batch_size, pad_id, keep_reference or keep)
     counts = mine.counts[:, 0].clamp(min=1)
     score = segment_scores(mine.sums[:, 0], ref.sums[:, 0], mine.counts[:, 0], length_normalize)
     return CandidateScores(

@@ -104,7 +104,7 @@ def test_a_critic_stage_killed_after_its_warm_up_trains_only_the_critic_again(up
 
     proc = subprocess.Popen(critic, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
-    warmed = lambda: list((project / KEPT).glob("critic@backend-with_info-*/warmup/result.json"))  # noqa: E731
+    warmed = lambda: list((project / KEPT).glob("critic@backend-with_info-warmup-*/result.json"))  # noqa: E731
     while time.monotonic() < deadline and proc.poll() is None and not warmed():
         time.sleep(0.02)
     _kill_with_children(proc)
@@ -113,12 +113,25 @@ def test_a_critic_stage_killed_after_its_warm_up_trains_only_the_critic_again(up
     resumed = subprocess.run(critic, cwd=project, env=env, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     assert "critic@backend-with_info: the warm-up restored" in resumed.stderr
-    assert not list((project / KEPT).glob("critic@*"))  # cleared once the output is written
+    # The critic's own work is cleared once the output is written; the warm-up stays, for its other rates.
+    left = sorted(d.name for d in (project / KEPT).glob("critic@*"))
+    assert left and all(name.split("-")[2].startswith("warmup") for name in left), left
+    assert len(warmed()) == 1
 
     subprocess.run(critic, cwd=clean, env=env, check=True, capture_output=True, timeout=600)
     assert content_hash(project / output) == content_hash(clean / output)
     metrics = [json.loads((root / report / "metrics.json").read_text()) for root in (project, clean)]
     assert metrics[0] == metrics[1] and metrics[0]["warmup_dialogues"] > 0
+
+    if processes == 1:  # another learning rate warms up from the kept warm-up and ends as a fresh run at that rate
+        fresh = tmp_path / "fresh"
+        shutil.copytree(upstream, fresh, symlinks=True)
+        for root in (project, fresh):
+            _set_params(root, {"critics": {"with_info": {"learning_rate": 0.003}}})
+        other = subprocess.run(critic, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+        assert other.returncode == 0 and "the warm-up restored" in other.stderr, other.stderr
+        subprocess.run(critic, cwd=fresh, env=env, check=True, capture_output=True, timeout=600)
+        assert content_hash(project / output) == content_hash(fresh / output) != content_hash(clean / output)
 
 
 def test_a_base_model_stage_killed_inside_its_training_resumes_there_and_ends_as_an_uninterrupted_run(

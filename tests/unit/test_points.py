@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,9 @@ from sweetflow.points import (
     point_file,
     render,
     summary,
+    upstream_outputs,
     write_point,
+    write_summary,
 )
 from sweetflow.report.intervals import paired_bootstrap
 
@@ -45,6 +48,7 @@ METHODS = (BASE, "rft", "mtdpo", "sweet", "sweet_no_info")
 def workspace(tmp_path, monkeypatch) -> Path:
     """A project's workspace as a point's experiment leaves it: dvc.yaml says where each stage wrote."""
     shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")
+    (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -161,6 +165,7 @@ def test_a_comparison_pairs_tasks_over_the_seeds_both_methods_have(tmp_path_fact
     method's seeds resampled) over the seeds both have, and each method's row is its mean over its own seeds."""
     root = tmp_path_factory.mktemp("ws")
     shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    (root / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
     monkeypatch.chdir(root)
     record = root / "record"
     for method, seeds in (("sweet", a), ("mtdpo", b)):
@@ -274,3 +279,45 @@ def test_the_real_model_docs_state_the_faithful_records_points_and_its_reading()
     decisive = next(c for c in data["comparisons"] if (c["a"], c["b"]) == (decision["a"], decision["b"]))
     for document in ("README.md", "docs/results.md", "docs/real-model.md"):
         assert interval(decisive) in (ROOT / document).read_text(), document
+
+
+def test_a_point_names_every_output_upstream_of_its_stages_with_its_hash(tmp_path):
+    """The lock's chain tasks → rollout → critic → policy → evaluate: the evaluation's point names each output
+    it was computed from, through the stages before it, and no code file nor anything downstream."""
+    lock = {
+        "schema": "2.0",
+        "stages": {
+            "tasks@backend": {
+                "deps": [{"path": "sweetflow/tasks.py", "md5": "c0"}],
+                "outs": [{"path": "t", "md5": "T"}],
+            },
+            "rollout@backend": {"deps": [{"path": "t", "md5": "T"}], "outs": [{"path": "r", "md5": "R.dir"}]},
+            "critic@backend-a": {"deps": [{"path": "r", "md5": "R.dir"}], "outs": [{"path": "c", "md5": "C.dir"}]},
+            "policy@backend-s": {
+                "deps": [{"path": "c", "md5": "C.dir"}, {"path": "t", "md5": "T"}],
+                "outs": [{"path": "p", "md5": "P.dir"}],
+            },
+            "evaluate_policy@backend-s": {"deps": [{"path": "p", "md5": "P.dir"}], "outs": [{"path": "e", "md5": "E"}]},
+            "report": {"deps": [{"path": "e", "md5": "E"}], "outs": [{"path": "x", "md5": "X"}]},
+        },
+    }
+    path = tmp_path / "dvc.lock"
+    path.write_text(yaml.safe_dump(lock))
+    assert upstream_outputs(path, ["evaluate_policy@backend-s"]) == {"c": "C.dir", "p": "P.dir", "r": "R.dir", "t": "T"}
+    path.write_text("not: [a lock")
+    with pytest.raises(InputError, match="not a DVC lock file"):
+        upstream_outputs(path, ["report"])
+
+
+def test_a_record_decides_on_the_comparison_it_was_given_and_a_re_render_keeps_it(workspace):
+    record = workspace / "record"
+    for method, successes in (("sweet", [True, True, True]), ("sweet_no_info", [False, False, False])):
+        for seed in range(3):
+            finished(method, seed, successes)
+            write_point(record, "backend", Point(method, seed), f"{method}-{seed}", "fp32")
+    data = write_summary(record, "backend", [0, 1, 2], ("sweet", "sweet_no_info"))
+    assert (data["decision"]["a"], data["decision"]["b"]) == ("sweet", "sweet_no_info")
+    assert data["decision"]["verdict"] == "better"  # every task and seed better: no variance
+    again = write_summary(record, "backend", [0, 1, 2])
+    assert again["decision"] == data["decision"]
+    assert "SWEET-RL is better than SWEET-RL without training-time information" in (record / "points.md").read_text()

@@ -18,6 +18,7 @@ from sweetflow.tuning import (
     OFFICIAL_NLL,
     STEP_PAIR_RULE,
     CriticPair,
+    CriticRule,
     CriticTrial,
     Trial,
     choose,
@@ -28,6 +29,7 @@ from sweetflow.tuning import (
     configurations,
     critic_command,
     critic_experiment_name,
+    critic_gate,
     describe,
     experiment_name,
     launch,
@@ -245,11 +247,82 @@ def test_a_critic_is_chosen_on_good_vs_bad_then_held_out_pairs_then_the_smaller_
     assert choose_critics(trials)["a"].experiment == expected
 
 
+def drifted(critic: str, lr: float, good: float, kl: float | None, held: float = 0.8) -> CriticTrial:
+    t = critic_trial(critic, lr, good, held)
+    return CriticTrial(t.critic, t.experiment, t.config, t.metrics | {"heldout_kl_to_reference": kl})
+
+
+def test_the_drift_bounded_rule_gives_both_critics_one_rate_where_both_stayed_language_models():
+    rule = CriticRule(kl_bound=0.1)
+    trials = [
+        drifted("with_info", 2e-7, 0.60, 0.001),
+        drifted("no_info", 2e-7, 0.58, 0.001),
+        drifted("with_info", 2e-6, 0.76, 0.02),
+        drifted("no_info", 2e-6, 0.90, 0.03),  # the ablation's accuracy does not choose
+        drifted("with_info", 2e-5, 0.80, 0.09),
+        drifted("no_info", 2e-5, 0.52, 0.12),  # past the bound: 2e-5 is out for both
+        drifted("with_info", 2e-4, 0.95, 13.0),
+        drifted("no_info", 2e-4, 0.95, 9.0),
+    ]
+    chosen = choose_critics(trials, rule)
+    assert {c: t.config["learning_rate"] for c, t in chosen.items()} == {"with_info": 2e-6, "no_info": 2e-6}
+    assert sorted(rule.within(trials)) == [2e-7, 2e-6]
+    # A rate one critic never ran at cannot be chosen, nor one whose drift was not measured.
+    assert choose_critics([drifted("with_info", 2e-5, 0.9, 0.01), *trials[:2]], rule)["with_info"].config == {
+        "learning_rate": 2e-7
+    }
+    assert choose_critics([drifted("with_info", 2e-7, 0.9, None), drifted("no_info", 2e-7, 0.5, 0.0)], rule) == {}
+    # Then the lead's held-out pairs, then the lower rate.
+    tie = [drifted(c, lr, 0.7, 0.01, held) for c in ("with_info", "no_info") for lr, held in ((1e-6, 0.8), (2e-6, 0.8))]
+    assert choose_critics(tie, rule)["no_info"].config["learning_rate"] == 1e-6
+
+
+def gate_pair(rate: float, low: float, high: float) -> CriticPair:
+    estimate = {"value": (low + high) / 2, "low": low, "high": high, "states": 200}
+    accuracy = {"a": estimate, "b": estimate, "a_minus_b": estimate, "length_matched": {"a_minus_b": estimate}}
+    return CriticPair("with_info", "no_info", rate, rate, accuracy)
+
+
+@pytest.mark.parametrize(("low", "high", "passed"), [(0.01, 0.2, True), (-0.01, 0.2, False), (-0.2, -0.05, False)])
+def test_the_gate_passes_only_when_the_length_matched_interval_lies_above_zero(low, high, passed):
+    chosen = {c: drifted(c, 2e-6, 0.7, 0.01) for c in ("with_info", "no_info")}
+    pairs = [gate_pair(2e-5, 0.3, 0.4), gate_pair(2e-6, low, high)]  # the chosen rate's pair decides
+    gate = critic_gate(pairs, chosen, "with_info", "no_info")
+    assert (gate["rate"], gate["passed"], gate["a_minus_b"]["low"]) == (2e-6, passed, low)
+    assert critic_gate(pairs, {}, "with_info", "no_info") == {
+        "a": "with_info",
+        "b": "no_info",
+        "rate": None,
+        "a_minus_b": None,
+        "passed": False,
+    }
+
+
+def test_the_drift_bounded_table_records_its_rule_gate_and_says_when_nothing_qualifies(tmp_path):
+    rule = CriticRule(kl_bound=0.1)
+    trials = [drifted("with_info", 2e-4, 0.9, 13.0), drifted("no_info", 2e-4, 0.9, 9.0)]
+    gate = critic_gate([], {}, "with_info", "no_info")
+    markdown = write_critic_table("backend", trials, {}, tmp_path, [], rule, [], gate)
+    assert "**No rate qualifies**" in markdown and "The gate **failed**" in markdown
+    data = json.loads((tmp_path / "backend-critics.json").read_text())
+    assert data["rule"] == {"kl_bound": 0.1, "lead": "with_info"} and data["gate"]["passed"] is False
+    assert data["chosen"] == {}
+
+
+def test_the_official_grid_tunes_sweet_rls_learning_rate_alone():
+    grid = configurations("sweet", "official", (2e-7, 1e-6, 5e-6))
+    assert [c["learning_rate"] for c in grid] == [2e-7, 1e-6, 5e-6]
+    assert all(c[STEP_PAIR_RULE] == "halves" and c["epochs"] == 1 and OFFICIAL_NLL.items() <= c.items() for c in grid)
+    assert len({experiment_name("backend", "sweet", c) for c in grid}) == 3
+    with pytest.raises(ValueError, match="no configuration of method 'rft'"):
+        configurations("rft", "official", (1e-6,))
+
+
 def test_the_critic_table_shows_accuracy_beside_drift_and_is_read_back_as_critics(tmp_path):
     trials = [critic_trial("with_info", 2e-6, 0.71, 0.8), critic_trial("with_info", 2e-4, 0.65, 0.9)]
     best = choose_critics(trials)
     assert (
-        "| `with_info` | 2e-06 | 71.0 | 210 | 80.0 | 0.150 → 0.200 | 0.010 | -0.30 | **yes** | — |"
+        "| `with_info` | 2e-06 | 71.0 | 210 | — | — | 80.0 | 0.150 → 0.200 | 0.010 | -0.30 | **yes** | — |"
         in render_critics("backend", trials, best)
     )
     write_critic_table("backend", trials, best, tmp_path)
@@ -373,10 +446,10 @@ def test_two_critics_are_compared_paired_by_state_at_each_rate_from_their_experi
         "critic = sys.argv[1]\n"
         "lr = yaml.safe_load(open('params.yaml'))['critics'][critic]['learning_rate']\n"
         "sign = 1 if critic == 'with_info' else -1\n"
-        "rows = [(f's{s}', c, c < 2, (c * (s + 1) * lr * 1e4 * sign) % 7) for s in range(12) for c in range(4)]\n"
+        "rows = [(f's{s}', c, c < 2, (c * (s + 1) * lr * 1e4 * sign) % 7, 10 + 3 * c) for s in range(12) for c in range(4)]\n"
         "out = pathlib.Path(f'data/backend/critic_quality/{critic}')\n"
         "out.mkdir(parents=True, exist_ok=True)\n"
-        "pl.DataFrame(rows, schema=['state_id', 'candidate', 'good', 'score'], orient='row')"
+        "pl.DataFrame(rows, schema=['state_id', 'candidate', 'good', 'score', 'n_tokens'], orient='row')"
         ".write_parquet(out / 'scored.parquet')\n"
         "m = pathlib.Path(f'reports/{critic}.json')\n"
         "m.parent.mkdir(exist_ok=True)\n"
@@ -403,16 +476,21 @@ def test_two_critics_are_compared_paired_by_state_at_each_rate_from_their_experi
 
     def frame(critic: str, lr: float) -> pl.DataFrame:
         sign = 1 if critic == "with_info" else -1
-        rows = [(f"s{s}", c, c < 2, (c * (s + 1) * lr * 1e4 * sign) % 7) for s in range(12) for c in range(4)]
-        return pl.DataFrame(rows, schema=["state_id", "candidate", "good", "score"], orient="row")
+        rows = [
+            (f"s{s}", c, c < 2, (c * (s + 1) * lr * 1e4 * sign) % 7, 10 + 3 * c) for s in range(12) for c in range(4)
+        ]
+        return pl.DataFrame(rows, schema=["state_id", "candidate", "good", "score", "n_tokens"], orient="row")
 
     for pair in pairs:
-        expected = accuracy_difference(frame("with_info", pair.rate_a), frame("no_info", pair.rate_b), 200)
-        assert pair.accuracy == {k: e.as_dict() for k, e in expected.items()}
+        a, b = frame("with_info", pair.rate_a), frame("no_info", pair.rate_b)
+        everything, matched = accuracy_difference(a, b, 200), accuracy_difference(a, b, 200, length_match=1.5)
+        assert pair.accuracy == {k: e.as_dict() for k, e in everything.items()} | {
+            "length_matched": {k: e.as_dict() for k, e in matched.items()}
+        }
     assert pairs[0].accuracy["a"] != pairs[1].accuracy["a"]  # each rate's own experiment was read
     write_critic_table("backend", trials, chosen, tmp_path / "out", pairs)
     table = (tmp_path / "out/backend-critics.md").read_text()
-    assert re.search(r"\| 0\.001 \| 0\.0001 \| .* \| 12 \| \*\*yes\*\* \|", table)
+    assert re.search(r"\| 0\.001 \| 0\.0001 \| .* \| 12 \| .* \| 12 \| \*\*yes\*\* \|", table)
     assert json.loads((tmp_path / "out/backend-critics.json").read_text())["pairs"][2]["rate_b"] == 1e-4
 
 

@@ -73,3 +73,31 @@ def test_agreement_interval_is_around_the_stage_figure():
     estimate = agreement_interval(picked, outcomes, resamples=200)
     assert estimate.value == agreement(picked, outcomes)["ranking_agreement"] == 0.75
     assert estimate.states == 4 and 0.0 <= estimate.low <= 0.75 <= estimate.high <= 1.0
+
+
+def test_length_matched_comparison_resamples_only_the_states_with_a_matched_combination():
+    """A length scorer ties a critic on all combinations and loses on the length-matched ones: the paired
+    figures are the stage's length-matched accuracies, over the states that hold such a combination."""
+    rows = [  # state, candidate, good, tokens, the critic's score
+        ("s0", 0, True, 5, 0.0),
+        ("s0", 1, False, 40, 1.0),  # unmatched: the critic gets it wrong, the length scorer right
+        ("s1", 0, True, 10, 1.0),
+        ("s1", 1, False, 12, 0.0),  # matched: the critic right
+        ("s2", 0, True, 20, 1.0),
+        ("s2", 1, False, 18, 0.0),  # matched: the critic right, the length scorer wrong
+    ]
+    critic = pl.DataFrame(
+        [{"state_id": s, "candidate": c, "good": g, "n_tokens": n, "score": x} for s, c, g, n, x in rows]
+    )
+    shorter = critic.with_columns(score=-pl.col("n_tokens").cast(pl.Float64))
+    labels = critic.select("state_id", "candidate", "good")
+    everything = accuracy_difference(critic, shorter, resamples=50)
+    matched = accuracy_difference(critic, shorter, resamples=50, length_match=1.5)
+    assert (everything["a"].value, everything["b"].value, everything["a"].states) == (
+        round(2 / 3, 4),
+        round(2 / 3, 4),
+        3,
+    )
+    assert (matched["a"].value, matched["b"].value, matched["a"].states) == (1.0, 0.5, 2)
+    assert matched["a"].value == good_vs_bad_accuracy(critic, labels, 1.5)["good_vs_bad_accuracy"]
+    assert matched["a_minus_b"].value == 0.5

@@ -125,3 +125,23 @@ def test_scoring_shows_its_progress_by_sequence(capsys):
     score_candidates(CRITIC, WARMED, sequences, 2, PAD, True)
     shown = capsys.readouterr().err
     assert "critic log-probs" in shown and "reference log-probs" in shown and "5/5" in shown
+
+
+class _Refuses(torch.nn.Module):
+    """A model whose pass must not run: the kept one is read instead."""
+
+    def forward(self, *args, **kwargs):
+        raise AssertionError("the reference's pass ran again")
+
+
+def test_the_references_pass_kept_apart_is_read_by_a_second_critic_of_the_same_reference(tmp_path):
+    """Two critics of one reference (a tuning's learning rates): the second reads the reference's pass the first
+    kept in `keep_reference`, and scores as if it had computed it; its own pass is kept in its own directory."""
+    sequences = [candidate([3, 4, 5], [6, 7]), candidate([8], [9, 10, 11]), candidate([2, 2], [5])]
+    shared = tmp_path / "reference-pass"
+    first = score_candidates(CRITIC, WARMED, sequences, 2, PAD, True, keep=tmp_path / "a", keep_reference=shared)
+    assert (shared / "reference_logps.pt").is_file() and not (tmp_path / "a" / "reference_logps.pt").exists()
+    second = score_candidates(BASE, _Refuses(), sequences, 2, PAD, True, keep=tmp_path / "b", keep_reference=shared)
+    alone = score_candidates(BASE, WARMED, sequences, 2, PAD, True)
+    assert second.reference_mean == first.reference_mean
+    torch.testing.assert_close(torch.tensor(second.score), torch.tensor(alone.score))
