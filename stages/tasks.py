@@ -1,8 +1,9 @@
 """Stage `tasks@<domain>`: generate (or import) a domain's tasks and check every reference.
 
 `python -m stages.tasks DOMAIN` reads params `DOMAIN.tasks` and `DOMAIN.scoring` (what checking
-needs), and writes `data/DOMAIN/tasks/` (`train.parquet`, `test.parquet`, `manifest.json`) and
-`reports/DOMAIN/stages/tasks/metrics.json` (tasks and flagged references, by kind).
+needs) and `inputs` (the bounds on a ColBench file it imports), and writes `data/DOMAIN/tasks/`
+(`train.parquet`, `test.parquet`, `manifest.json`) and `reports/DOMAIN/stages/tasks/metrics.json`
+(tasks and flagged references, by kind).
 
 - backend: every reference runs twice in the sandbox; its outputs become the expected outputs;
   references that fail, time out, are nondeterministic, return None or values unequal to themselves
@@ -24,7 +25,7 @@ from sweetflow.core.tables import task_builder, task_file
 def main() -> None:
     stage = begin("tasks", __doc__)
     d = stage.params.domain(stage.domain)
-    built = task_builder(stage.domain)(d)
+    built = task_builder(stage.domain)(d, stage.params.inputs)
     with stage.output(built.inputs, d.tasks.seed) as out:
         for split, table in built.splits.items():
             table.write_parquet(out.dir / task_file(split))

@@ -161,7 +161,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     for table in args.tasks:
         stored.update(stored_references(table, backend.scoring, backend.scoring_rules()))
     section = _changed(params.domain(args.domain), flags[args.domain])
-    summary = score_file(args.file, args.domain, args.out, section, stored)
+    summary = score_file(args.file, args.domain, args.out, section, stored, params.inputs)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -234,16 +234,22 @@ def parser_import(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("import-trajectories", help="read official trajectory JSONL (e.g. the offline data set)")
     p.add_argument("file", type=Path)
     p.add_argument("--out", type=Path, required=True, help="directory for trajectories.parquet and tasks.parquet")
+    p.add_argument("--params", type=Path, default=Path("params.yaml"), help="the file's bounds: its section `inputs`")
     p.set_defaults(func=cmd_import)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     from sweetflow.colbench import import_official
+    from sweetflow.core.artifacts import temporary_path
+    from sweetflow.params import load_params
 
-    trajectories, tasks = import_official(args.file)
+    trajectories, tasks = import_official(args.file, load_params(args.params).inputs)  # all read before any write
     args.out.mkdir(parents=True, exist_ok=True)
-    trajectories.write_parquet(args.out / "trajectories.parquet")
-    tasks.write_parquet(args.out / "tasks.parquet")
+    written = {args.out / "trajectories.parquet": trajectories, args.out / "tasks.parquet": tasks}
+    for path, frame in written.items():  # beside, then renamed in: an earlier import's files stay whole
+        frame.write_parquet(temporary_path(path))
+    for path in written:
+        temporary_path(path).replace(path)
     console.print(f"read {trajectories.height} trajectories of {tasks.height} tasks into {args.out}")
     return 0
 

@@ -16,7 +16,8 @@ import polars as pl
 from sweetflow.backend.tasks.colbench import task_from_row, to_official_row
 from sweetflow.backend.tasks.table import TASK_SCHEMA
 from sweetflow.backend.tasks.table import to_frame as tasks_frame
-from sweetflow.core.inputs import ImportRowError, iter_jsonl
+from sweetflow.core.errors import InputError
+from sweetflow.core.inputs import FileLimits, ImportRowError, iter_jsonl
 from sweetflow.core.tables import to_frame
 from sweetflow.dialogue import AGENT
 from sweetflow.rollout.offline import ROLES, parse_trajectory
@@ -50,13 +51,14 @@ def export_official(trajectories: pl.DataFrame, tasks: pl.DataFrame, path: Path 
     return n
 
 
-def import_official(path: Path | str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(trajectories, tasks) from an official trajectory JSONL; a bad line names its field. The
-    pipeline's own import (`rollout.source: import`) is `sweetflow.rollout.offline`."""
+def import_official(path: Path | str, limits: FileLimits | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(trajectories, tasks) from an official trajectory JSONL read within `limits`; a bad line names its field,
+    and a file without a trajectory is an error too. The pipeline's own import (`rollout.source: import`) is
+    `sweetflow.rollout.offline`."""
     tasks: dict[str, dict] = {}
     records = []
     samples: dict[str, int] = {}
-    for line, row in iter_jsonl(path):
+    for line, row in iter_jsonl(path, bounds=limits):
         if not isinstance(row.get("task"), dict):
             raise ImportRowError(path, line, "task", "expected an object with the ColBench task")
         task = task_from_row(row["task"], path, line)
@@ -64,4 +66,6 @@ def import_official(path: Path | str) -> tuple[pl.DataFrame, pl.DataFrame]:
         record = parse_trajectory(row, path, line)
         sample = samples[task["task_id"]] = samples.get(task["task_id"], -1) + 1
         records.append({"task_id": task["task_id"], "sample": sample, **record})
+    if not records:
+        raise InputError(f"{path}: no trajectory to import (the file is empty or blank)")
     return to_frame(records), tasks_frame(list(tasks.values()), TASK_SCHEMA)

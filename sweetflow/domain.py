@@ -33,6 +33,7 @@ import polars as pl
 from sweetflow.agents.model import open_model_agent
 from sweetflow.core.domains import domain_module
 from sweetflow.core.errors import InputError
+from sweetflow.core.inputs import FileLimits
 from sweetflow.core.params import AgentParams, DomainParams, NoAskAgentParams, ScriptedAgentParams
 from sweetflow.dialogue import Agent
 
@@ -90,10 +91,12 @@ class Domain(ABC):
         """The headline metrics of a set of trajectories (TRAJECTORY_SCHEMA) on `tasks`."""
 
     @abstractmethod
-    def score_file(self, path: Path | str, p: DomainParams, stored: dict) -> tuple[dict, pl.DataFrame]:
-        """Score a JSONL of ColBench rows (`task`, `answer`) as the section `p` scores: the summary, and one
-        scored row per line. `stored`: reference checks by task id from checked task tables (backend:
-        those references do not run again)."""
+    def score_file(
+        self, path: Path | str, p: DomainParams, stored: dict, limits: FileLimits
+    ) -> tuple[dict, pl.DataFrame]:
+        """Score a JSONL of ColBench rows (`task`, `answer`), read within `limits`, as the section `p` scores: the
+        summary, and one scored row per line. `stored`: reference checks by task id from checked task tables
+        (backend: those references do not run again)."""
 
     def label_candidates(
         self, p: DomainParams, candidates: pl.DataFrame, trajectories: pl.DataFrame, tasks: dict[str, dict]

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from sweetflow.backend.params import BackendParams
+from sweetflow.core.inputs import FileLimits
 from sweetflow.core.params import (
     DOMAINS,
     PARAMS_FILE,
@@ -82,6 +83,7 @@ class Params(Section):
         "visible). Manifests record the device and dtype a stage ran its models in, run records the GPU's name and "
         "memory. Agents that generate pick a visible GPU themselves.",
     )
+    inputs: FileLimits = Field(description=FileLimits.__doc__)
     reproducibility: Literal["native", "portable"] = Field(
         description="Which CPUs give the same bytes. native: torch and MKL run the fastest kernels of this CPU, and "
         "only the same CPU type (and thread counts) reproduces a run bit for bit. portable: torch's AVX2 kernels and "

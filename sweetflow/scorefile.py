@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweetflow.core.errors import InputError
+from sweetflow.core.inputs import FileLimits
 from sweetflow.core.params import DomainParams
 from sweetflow.domain import get_domain
 
@@ -31,14 +32,21 @@ def check_writable(out: Path) -> None:
         out.unlink()
 
 
-def score_file(path: Path | str, domain: str, out: Path | None, p: DomainParams, stored: dict | None = None) -> dict:
+def score_file(
+    path: Path | str,
+    domain: str,
+    out: Path | None,
+    p: DomainParams,
+    stored: dict | None = None,
+    limits: FileLimits | None = None,
+) -> dict:
     """Score the file's rows as `domain` scores them with its section `p` (the backend in the sandbox,
     with the reference checks `stored` by task id, `sweetflow.backend.tasks.table.stored_references`,
     whose references are not run again; the frontend rendered and compared); write one row per line
     to `out` (Parquet for a .parquet name, else JSONL) if given; return the summary."""
     if out is not None:
         check_writable(out)
-    summary, rows = get_domain(domain).score_file(path, p, stored or {})
+    summary, rows = get_domain(domain).score_file(path, p, stored or {}, limits)
     if out is not None:
         if Path(out).suffix == ".parquet":
             rows.write_parquet(out)

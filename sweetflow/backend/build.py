@@ -11,16 +11,17 @@ from sweetflow.backend.scoring import FLAGS, check_references
 from sweetflow.backend.tasks import colbench, llm, procedural
 from sweetflow.backend.tasks.table import CHECKED_SCHEMA, to_frame
 from sweetflow.core.errors import StageFailed
+from sweetflow.core.inputs import FileLimits
 from sweetflow.core.tables import TaskSet, flag_counts, split_off_validation
 
 
-def build_tasks(p: BackendParams) -> TaskSet:
+def build_tasks(p: BackendParams, limits: FileLimits | None = None) -> TaskSet:
     """Every reference runs twice in the sandbox; its outputs become the expected outputs; references
     that fail, time out, are nondeterministic, return None or values unequal to themselves are
     flagged. For LLM-written tasks, rejections by reason."""
     with Sandbox(p.scoring) as sandbox:
         metrics: dict = {}
-        train, test, inputs = load_tasks(p.tasks, sandbox, metrics)
+        train, test, inputs = load_tasks(p.tasks, sandbox, metrics, limits)
         train, val = split_off_validation(train, p.tasks.n_val, str(p.tasks.colbench_train or "backend.tasks"))
         splits = {}
         for split, tasks in (("train", train), ("val", val), ("test", test)):
@@ -35,16 +36,19 @@ def build_tasks(p: BackendParams) -> TaskSet:
     return TaskSet(splits, inputs, metrics)
 
 
-def load_tasks(p: TasksParams, sandbox: Sandbox, metrics: dict) -> tuple[list[dict], list[dict], list[Path]]:
-    """(train, test, input files) from the source the params name; train still holds the validation tasks."""
+def load_tasks(
+    p: TasksParams, sandbox: Sandbox, metrics: dict, limits: FileLimits | None = None
+) -> tuple[list[dict], list[dict], list[Path]]:
+    """(train, test, input files) from the source the params name, its files read within `limits`; train still holds
+    the validation tasks."""
     if p.source == "procedural":
         train, test = procedural.generate_tasks(
             p.n_train + p.n_val, p.n_test, p.seed, p.families, progress=True, test_seed=p.test_seed
         )
         return train, test, []
     if p.source == "colbench":
-        test = colbench.read_backend_jsonl(p.colbench_test, limit=p.colbench_test_rows)
-        train = colbench.read_backend_jsonl(p.colbench_train) if p.colbench_train else []
+        test = colbench.read_backend_jsonl(p.colbench_test, p.colbench_test_rows, limits)
+        train = colbench.read_backend_jsonl(p.colbench_train, bounds=limits) if p.colbench_train else []
         return train, test, [path for path in (p.colbench_test, p.colbench_train) if path]
     seen: set[str] = set()
     splits = {}

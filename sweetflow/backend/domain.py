@@ -19,6 +19,7 @@ from sweetflow.backend.scorefile import score_backend_file
 from sweetflow.backend.scoring import score_answers
 from sweetflow.backend.simulators import ScriptedHuman, make_human
 from sweetflow.backend.tasks.colbench import task_from_row, task_id_of
+from sweetflow.core.inputs import FileLimits
 from sweetflow.core.params import NoAskAgentParams, ScriptedAgentParams
 from sweetflow.dialogue import Agent
 from sweetflow.domain import Domain, DomainRuntime, Score
@@ -61,8 +62,10 @@ class Backend(Domain):
             runtime = sandbox_runtime(human, sandbox, rules=p.scoring_rules())
             return label_candidates(candidates, trajectories, tasks, human, runtime.score)
 
-    def score_file(self, path: Path | str, p: BackendParams, stored: dict) -> tuple[dict, pl.DataFrame]:
-        return score_backend_file(path, p.scoring, p.scoring_rules(), stored)
+    def score_file(
+        self, path: Path | str, p: BackendParams, stored: dict, limits: FileLimits
+    ) -> tuple[dict, pl.DataFrame]:
+        return score_backend_file(path, p.scoring, p.scoring_rules(), stored, limits)
 
     def offline_task_id(self, row: dict, path: object, line: int) -> str:
         return task_from_row(row, path, line)["task_id"]

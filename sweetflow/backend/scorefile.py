@@ -16,13 +16,13 @@ from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import ReferenceCheck, check_references, score_answers, summarize
 from sweetflow.backend.tasks.colbench import task_from_row
 from sweetflow.core.errors import InputError
-from sweetflow.core.inputs import ImportRowError, iter_jsonl
+from sweetflow.core.inputs import FileLimits, ImportRowError, iter_jsonl
 
 
-def read_trajectories(path: Path | str) -> tuple[list[dict], list[str], list[int]]:
+def read_trajectories(path: Path | str, limits: FileLimits | None = None) -> tuple[list[dict], list[str], list[int]]:
     """(task per row, answer per row, line number per row); a bad row names its line and field."""
     tasks, answers, lines = [], [], []
-    for line, row in iter_jsonl(path):
+    for line, row in iter_jsonl(path, bounds=limits):
         if not isinstance(row.get("task"), dict):
             raise ImportRowError(path, line, "task", "expected an object with the ColBench task")
         answer = row.get("answer")
@@ -35,11 +35,15 @@ def read_trajectories(path: Path | str) -> tuple[list[dict], list[str], list[int
 
 
 def score_backend_file(
-    path: Path | str, sandbox: SandboxParams, rules: ScoringRules, stored: dict[str, ReferenceCheck]
+    path: Path | str,
+    sandbox: SandboxParams,
+    rules: ScoringRules,
+    stored: dict[str, ReferenceCheck],
+    limits: FileLimits | None = None,
 ) -> tuple[dict, pl.DataFrame]:
     """The summary of the file's rows and one scored row each (line, task, tests passed, success,
     status, each test's verdict, the reference's flags)."""
-    tasks, answers, lines = read_trajectories(path)
+    tasks, answers, lines = read_trajectories(path, limits)
     if not tasks:
         raise InputError(f"{path}: no rows to score")
     unique = {t["task_id"]: t for t in tasks}

@@ -39,7 +39,8 @@ import psutil
 from pydantic import BaseModel
 
 from sweetflow.core import reproducibility
-from sweetflow.core.errors import disk_full, disk_full_error
+from sweetflow.core.errors import InputError, disk_full, disk_full_error
+from sweetflow.core.inputs import file_kind
 from sweetflow.core.params import ParamsError
 
 MANIFEST = "manifest.json"
@@ -57,6 +58,8 @@ def content_hash(path: Path | str) -> str:
     if path.is_file():
         return _file_sha256(path)
     if not path.is_dir():
+        if path.exists():  # a device, a named pipe, a socket: reading one has no end, or blocks
+            raise InputError(f"{path}: {file_kind(path)}, not a file to read")
         raise FileNotFoundError(f"{path}: no such file or directory")
     digest = hashlib.sha256()
     files = (p for p in path.rglob("*") if p.is_file() and p.name not in NOT_DATA)
@@ -238,12 +241,12 @@ def stage_output(
     On an exception the temporary directory is removed and what was at `out` stays as it was.
     """
     out = Path(out)
+    input_hashes = {Path(p).as_posix(): content_hash(p) for p in inputs}  # first: a bad input leaves nothing behind
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_path(out)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     started = psutil.Process().create_time()
-    input_hashes = {Path(p).as_posix(): content_hash(p) for p in inputs}
     result = StageOutput(tmp, input_hashes)
     try:
         yield result

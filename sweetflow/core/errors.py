@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import shutil
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +46,10 @@ def disk_full_error(path: Path | str) -> StageFailed:
 
 def run_stage(main: Callable[[], None]) -> None:
     """Entry point of `python -m stages.<name>`: bad input exits 2, a failed stage 1 (a full disk
-    included), with the message alone (no traceback), redacted of secrets."""
+    included), with the message alone (no traceback), redacted of secrets. A SIGTERM (a scheduler's
+    stop, a `kill`) is an exit like any other, 143, so that what the stage finished is kept first (an
+    episode stage's finished episodes; a training's last kept state is on disk already)."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         main()
     except (InputError, FileNotFoundError) as e:
@@ -61,3 +65,8 @@ def run_stage(main: Callable[[], None]) -> None:
         where = getattr(e, "filename", None) or "a file"
         print(redact(f"stage failed: {where}: no space left on device while writing it"), file=sys.stderr)
         sys.exit(1)
+
+
+def _exit_on_sigterm(signum: int, frame) -> None:
+    print("stopped by SIGTERM", file=sys.stderr)
+    sys.exit(128 + signum)

@@ -87,9 +87,9 @@ class EndpointParams(Section):
     )
     timeout_s: float = Field(
         gt=0,
-        description="Time limit of one attempt at a request (to connect, and for each wait on the server). A dead "
-        "endpoint fails a request after (max_retries + 1) x timeout_s plus the backoff: about 3 min with 60 s and 2 "
-        "retries.",
+        description="Time limit of one attempt at a request as a whole: connecting, waiting and reading together (a "
+        "server that trickles its reply is cut off there). A dead endpoint fails a request after (max_retries + 1) x "
+        "timeout_s plus the backoff: about 3 min with 60 s and 2 retries.",
     )
     max_retries: int = Field(
         ge=0,

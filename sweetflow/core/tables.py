@@ -138,8 +138,8 @@ class TaskSet:
 
 
 def task_builder(domain: str) -> Callable[..., TaskSet]:
-    """How `domain` makes its tasks (stage `tasks@<domain>`): `build_tasks(p)` of `sweetflow.<domain>.build`,
-    given the domain's section of params.yaml."""
+    """How `domain` makes its tasks (stage `tasks@<domain>`): `build_tasks(p, limits)` of `sweetflow.<domain>.build`,
+    given the domain's section of params.yaml and the bounds on the files it reads (`inputs`)."""
     return domain_module(domain, "build").build_tasks
 
 

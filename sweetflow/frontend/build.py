@@ -3,6 +3,7 @@ target page to check it."""
 
 from __future__ import annotations
 
+from sweetflow.core.inputs import FileLimits
 from sweetflow.core.tables import TaskSet, flag_counts, split_off_validation
 from sweetflow.frontend.checks import FLAGS, check_targets
 from sweetflow.frontend.params import FrontendParams
@@ -11,7 +12,7 @@ from sweetflow.frontend.similarity import Similarity
 from sweetflow.frontend.tasks import CHECKED_FRONTEND_SCHEMA, generate_frontend_tasks, read_frontend_jsonl, to_frame
 
 
-def build_tasks(p: FrontendParams) -> TaskSet:
+def build_tasks(p: FrontendParams, limits: FileLimits | None = None) -> TaskSet:
     """Every target page is rendered twice; its screenshot is stored with the task, pages that fail
     or render differently are flagged; the page made from the description alone is scored as each
     task's reference."""
@@ -21,8 +22,8 @@ def build_tasks(p: FrontendParams) -> TaskSet:
         )
         inputs = []
     else:
-        test = read_frontend_jsonl(p.tasks.colbench_test, limit=p.tasks.colbench_test_rows)
-        train = read_frontend_jsonl(p.tasks.colbench_train) if p.tasks.colbench_train else []
+        test = read_frontend_jsonl(p.tasks.colbench_test, p.tasks.colbench_test_rows, limits)
+        train = read_frontend_jsonl(p.tasks.colbench_train, bounds=limits) if p.tasks.colbench_train else []
         inputs = [path for path in (p.tasks.colbench_test, p.tasks.colbench_train) if path]
     train, val = split_off_validation(train, p.tasks.n_val, str(p.tasks.colbench_train or "frontend.tasks"))
     similarity = Similarity(p.scoring.similarity)

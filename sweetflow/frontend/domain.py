@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
+from sweetflow.core.inputs import FileLimits
 from sweetflow.core.params import NoAskAgentParams, ScriptedAgentParams
 from sweetflow.dialogue import Agent
 from sweetflow.domain import Domain, DomainRuntime, Score
@@ -76,8 +77,10 @@ class Frontend(Domain):
         with self.open(p) as runtime:
             return label_candidates(candidates, trajectories, tasks, runtime.score)
 
-    def score_file(self, path: Path | str, p: FrontendParams, stored: dict) -> tuple[dict, pl.DataFrame]:
-        return score_frontend_file(path, p.scoring.render, p.scoring.similarity)
+    def score_file(
+        self, path: Path | str, p: FrontendParams, stored: dict, limits: FileLimits
+    ) -> tuple[dict, pl.DataFrame]:
+        return score_frontend_file(path, p.scoring.render, p.scoring.similarity, limits)
 
     def summarize(self, frame: pl.DataFrame, tasks: list[dict]) -> dict:
         """`similarity` (the reward's metric) and `design`, each one's win rate against each task's

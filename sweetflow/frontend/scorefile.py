@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from sweetflow.core.errors import InputError
-from sweetflow.core.inputs import ImportRowError, iter_jsonl
+from sweetflow.core.inputs import FileLimits, ImportRowError, iter_jsonl
 from sweetflow.frontend.params import RenderParams, SimilarityParams
 from sweetflow.frontend.render import RenderPool
 from sweetflow.frontend.scoring import score_pages
@@ -19,10 +19,12 @@ from sweetflow.frontend.similarity import Similarity
 from sweetflow.frontend.simulators import page_snippet
 
 
-def read_frontend_trajectories(path: Path | str) -> tuple[list[str], list[str], list[int]]:
+def read_frontend_trajectories(
+    path: Path | str, limits: FileLimits | None = None
+) -> tuple[list[str], list[str], list[int]]:
     """(target page per row, answer per row, line number per row); a bad row names its line and field."""
     targets, answers, lines = [], [], []
-    for line, row in iter_jsonl(path):
+    for line, row in iter_jsonl(path, bounds=limits):
         task = row.get("task")
         if not isinstance(task, dict):
             raise ImportRowError(path, line, "task", "expected an object with the ColBench frontend task")
@@ -43,11 +45,11 @@ def read_frontend_trajectories(path: Path | str) -> tuple[list[str], list[str], 
 
 
 def score_frontend_file(
-    path: Path | str, render: RenderParams, similarity: SimilarityParams
+    path: Path | str, render: RenderParams, similarity: SimilarityParams, limits: FileLimits | None = None
 ) -> tuple[dict, pl.DataFrame]:
     """The summary of the file's rows and one scored row each (line, similarity, the design metric,
     the answer's and the target's render status)."""
-    targets, answers, lines = read_frontend_trajectories(path)
+    targets, answers, lines = read_frontend_trajectories(path, limits)
     if not targets:
         raise InputError(f"{path}: no rows to score")
     scorer = Similarity(similarity)  # before rendering: a bad CLIP checkpoint fails at once

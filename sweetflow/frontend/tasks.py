@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 from tqdm import tqdm
 
-from sweetflow.core.inputs import Row, content_id, iter_jsonl
+from sweetflow.core.inputs import FileLimits, Row, content_id, iter_jsonl
 from sweetflow.frontend.page import page_to_json, to_html
 from sweetflow.frontend.pages import generate_page
 
@@ -125,8 +125,8 @@ def task_from_row(row: dict, path: Path | str = "<row>", line: int = 0) -> dict:
     }
 
 
-def read_frontend_jsonl(path: Path | str, limit: int | None = None) -> list[dict]:
-    return [task_from_row(row, path, line) for line, row in iter_jsonl(path, limit)]
+def read_frontend_jsonl(path: Path | str, limit: int | None = None, bounds: FileLimits | None = None) -> list[dict]:
+    return [task_from_row(row, path, line) for line, row in iter_jsonl(path, limit, bounds)]
 
 
 def to_official_row(task: dict) -> dict:

@@ -109,6 +109,34 @@ def run_episodes(
         print(f"{desc}: resuming: {len(done)} of {total} episodes already done", file=sys.stderr)
     bar = tqdm(total=total, initial=len(done), desc=desc, unit="episode")
     live, finished = todo, []
+    try:
+        _advance(live, finished, done, agent, runtime, params, checkpoint, bar)
+    except BaseException:  # a crash, a SIGTERM (`run_stage` makes it an exit): what finished is kept first
+        kept = {id(ep) for ep in finished}
+        over = finished + [ep for ep in live if ep.over and id(ep) not in kept]
+        if over:
+            try:
+                checkpoint.append(_score(over, runtime))
+            except Exception as e:  # the scorer broke too: the first error is the one to show
+                print(f"{desc}: {len(over)} finished episodes could not be kept ({e})", file=sys.stderr)
+        raise
+    finally:
+        bar.close()
+    return [done[(t["task_id"], s)] for t in tasks for s in range(samples_per_task)]
+
+
+def _advance(
+    live: list[Episode],
+    finished: list[Episode],
+    done: dict,
+    agent: Agent,
+    runtime: DomainRuntime,
+    params: EpisodeParams,
+    checkpoint: Checkpoint,
+    bar: tqdm,
+) -> None:
+    """Every live episode a turn at a time until each is over, the finished ones scored and kept every
+    `params.flush_every` (`finished` holds those not yet kept)."""
     with ThreadPoolExecutor(runtime.human_concurrency) as pool:
         while live:
             for ep, turn in zip(live, agent.act([ep.view() for ep in live])):
@@ -133,15 +161,13 @@ def run_episodes(
                 else:
                     ep.messages.append(Message(HUMAN, reply))
             finished += [ep for ep in live if ep.over]
-            live = [ep for ep in live if not ep.over]
+            live[:] = [ep for ep in live if not ep.over]
             if len(finished) >= params.flush_every or (not live and finished):
                 records = _score(finished, runtime)
                 checkpoint.append(records)
                 done.update({(r["task_id"], r["sample"]): r for r in records})
                 bar.update(len(records))
-                finished = []
-    bar.close()
-    return [done[(t["task_id"], s)] for t in tasks for s in range(samples_per_task)]
+                finished.clear()
 
 
 def _reply(human, ep: Episode) -> str | Exception:

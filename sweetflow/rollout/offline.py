@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from sweetflow.core.errors import InputError
-from sweetflow.core.inputs import ImportRowError, iter_jsonl
+from sweetflow.core.inputs import ImportRowError, iter_jsonl, open_regular
 from sweetflow.core.tables import OUTPUT_CHARS, TURN, to_frame
 from sweetflow.dialogue import AGENT, HUMAN, final_answer
 from sweetflow.domain import DomainRuntime, get_domain
@@ -109,8 +109,10 @@ def import_rollout(path: Path, train: list[dict], val: list[dict], domain: str, 
     and return the rollout's metrics. Lines on `val` tasks, or on later training tasks, are skipped
     and counted; a line on any other task is an error, as is a malformed one. Answers are scored
     again by the domain's scorer (`rollout.import_reward: sandbox`) or keep the file's reward (`file`)."""
-    if not Path(path).is_file():
-        raise InputError(f"{path}: rollout.import_file not found")
+    try:  # a missing path, a device or a pipe is named before a line is counted
+        open_regular(path, params.inputs).close()
+    except InputError as e:
+        raise InputError(f"rollout.import_file: {e}") from None
     p, d = params.rollout, get_domain(domain)
     offline_ids, validation = d.offline_task_ids(train), set(d.offline_task_ids(val))
     kept = {t["task_id"]: t for t in train[: p.max_tasks]}
@@ -124,7 +126,8 @@ def import_rollout(path: Path, train: list[dict], val: list[dict], domain: str, 
             stats.add(frame, [file_reward for _, _, file_reward in batch], domain, kept)
             batch.clear()
 
-        for line, row in tqdm(iter_jsonl(path), total=_count_lines(path), desc=f"importing {path}", unit="line"):
+        lines = iter_jsonl(path, bounds=params.inputs)
+        for line, row in tqdm(lines, total=_count_lines(path), desc=f"importing {path}", unit="line"):
             stats.lines += 1
             if not isinstance(row.get("task"), dict):
                 raise ImportRowError(path, line, "task", "expected an object with the ColBench task")

@@ -14,6 +14,13 @@ For a seeded random share of requests the proxy, instead of passing the request 
 Every other request is forwarded to the upstream unchanged and the answer streamed back, so
 streaming (SSE) responses keep working.
 
+Besides, with `reply_fault`, every `fault_every`-th POST gets, instead of the upstream's answer, a 200 that no
+real server here sends (`transformers serve` cannot be made to): "html" (a gateway's HTML page), "not_json"
+(a body that is not JSON), "no_message" (a chat completion whose choice has no message), "trickle" (a valid
+completion sent a byte every 0.05 s) or "huge" (a valid completion of 10 MB); or "answer", a well-formed final
+answer at once (the tiny served model seldom answers in the protocol, and a test may need episodes that end).
+`bodies` keeps every POST's body (what the client asked, counted at the server's door).
+
 The sequence of decisions is fixed by `seed`; under concurrent requests, which request gets which
 decision depends on arrival order. The proxy only listens on 127.0.0.1, only forwards to a loopback
 upstream (fault tests send traffic to this machine only) and stops with its `with` block.
@@ -46,6 +53,7 @@ HOP_BY_HOP = {
     "content-length",
     "host",
 }
+REPLY_FAULTS = {"html", "not_json", "no_message", "trickle", "huge", "answer"}
 REASONS = {429: "rate_limit_exceeded", 500: "server_error", 502: "bad_gateway", 503: "service_unavailable"}
 
 
@@ -72,7 +80,11 @@ class FaultProxy:
         seed: int = 0,
         retry_after: float | None = None,
         upstream_timeout: float = 300.0,
+        reply_fault: str | None = None,
+        fault_every: int = 1,
     ):
+        if reply_fault is not None and reply_fault not in REPLY_FAULTS:
+            raise ValueError(f"reply_fault {reply_fault!r}: expected one of {sorted(REPLY_FAULTS)}")
         for name, p in (("drop", drop), ("delay", delay), ("error", error)):
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"{name}={p} is not a probability")
@@ -90,6 +102,8 @@ class FaultProxy:
         self.error_status = tuple(error_status)
         self.retry_after = retry_after
         self.upstream_timeout = upstream_timeout
+        self.reply_fault, self.fault_every = reply_fault, fault_every
+        self.bodies: list[bytes] = []
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -112,7 +126,7 @@ class FaultProxy:
         """How many requests arrived and what was done to them: requests = passed + dropped +
         delayed + errors; forwarded counts the passed and delayed ones that reached the upstream;
         upstream_failures those for which forwarding itself failed (answered 502)."""
-        keys = ("requests", "passed", "dropped", "delayed", "errors", "forwarded", "upstream_failures")
+        keys = ("requests", "passed", "dropped", "delayed", "errors", "forwarded", "upstream_failures", "reply_faults")
         with self._lock:
             return {k: self._counts[k] for k in keys}
 
@@ -197,6 +211,14 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         owner = self.owner
+        if self.command == "POST":
+            with owner._lock:
+                owner.bodies.append(body or b"")
+                due = owner.reply_fault is not None and len(owner.bodies) % owner.fault_every == 0
+                owner._counts["reply_faults"] += due
+            if due:
+                self._send_reply_fault(owner.reply_fault)
+                return
         action, status = owner._decide()
         if action == "drop":
             self.close_connection = True
@@ -226,6 +248,38 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             self.send_header("Retry-After", str(math.ceil(self.owner.retry_after)))
         self.end_headers()
         self.wfile.write(payload)
+
+    def _send_reply_fault(self, fault: str) -> None:
+        content = "x" * 10_000_000 if fault == "huge" else "I WANT TO ANSWER: def f(): return 1"
+        completion = {
+            "id": "chatcmpl-fault",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "fault",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        }
+        if fault == "no_message":
+            del completion["choices"][0]["message"]
+        body, kind = json.dumps(completion).encode(), "application/json"
+        if fault == "html":
+            body, kind = b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html"
+        elif fault == "not_json":
+            body = b'{"id": "chatcmpl-fault", "choices": [{"message": '
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if fault != "trickle":
+                self.wfile.write(body)
+                return
+            for byte in body:  # until the client gives up, or the proxy stops
+                if self.owner._stopping.wait(0.05):
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+        except OSError:
+            pass  # the client cut it off: what the test wants
 
     def _forward(self, body: bytes | None) -> None:
         owner = self.owner

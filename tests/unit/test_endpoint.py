@@ -64,7 +64,7 @@ def test_a_dead_endpoint_costs_what_the_description_says(silent_server):
     endpoint = endpoint_params(base_url=base_url, timeout_s=0.3, max_retries=2)
     started = time.monotonic()
     with pytest.raises(EndpointError, match="APITimeoutError"):
-        ChatClient(endpoint).complete([{"role": "user", "content": "hello?"}], temperature=0)
+        ChatClient(endpoint).complete([{"role": "user", "content": "hello?"}], temperature=0, max_tokens=4)
     elapsed = time.monotonic() - started
     assert len(accepted) == endpoint.max_retries + 1
     # The backoff has up to 25% jitter off. The number of attempts is checked exactly above, so the
@@ -115,5 +115,5 @@ def test_each_servers_wording_of_a_prompt_too_long_is_recognised(server, kind):
     with RefusingServer(lambda headers: OTHER_SERVERS[server]) as refusing:
         client = ChatClient(endpoint_params(base_url=refusing.base_url, max_retries=0), record=False)
         with pytest.raises(EndpointError) as refused:
-            client.complete([{"role": "user", "content": "Hi"}], temperature=1.0)
+            client.complete([{"role": "user", "content": "Hi"}], temperature=1.0, max_tokens=4)
     assert refused.type is kind

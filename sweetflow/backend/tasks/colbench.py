@@ -13,7 +13,7 @@ import json
 import re
 from pathlib import Path
 
-from sweetflow.core.inputs import Row, content_id, iter_jsonl
+from sweetflow.core.inputs import FileLimits, Row, content_id, iter_jsonl
 
 # The start of a signature, `def name(`; `signature_of` finds where it ends without a regex, for a
 # regex over the whole signature (`def\s+\w+\s*\(.*?\)\s*:?\s*$`) retries every `def` against the
@@ -89,8 +89,8 @@ def _function_of(reference: str, description: str) -> tuple[str, str]:
     return name, signature or f"def {name}(...)"
 
 
-def read_backend_jsonl(path: Path | str, limit: int | None = None) -> list[dict]:
-    return [task_from_row(row, path, line) for line, row in iter_jsonl(path, limit)]
+def read_backend_jsonl(path: Path | str, limit: int | None = None, bounds: FileLimits | None = None) -> list[dict]:
+    return [task_from_row(row, path, line) for line, row in iter_jsonl(path, limit, bounds)]
 
 
 def to_official_row(task: dict) -> dict:
