@@ -1,7 +1,7 @@
 # The two entry points of the README. Each sets up what it needs first.
 # Stage commands call `python`: the venv's must come first on PATH.
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
-.PHONY: setup repro repro-frontend repro-scale repro-real repro-real-faithful repro-real-critic test test-quick test-gpu test-slurm bench
+.PHONY: setup repro repro-frontend repro-scale repro-real repro-real-faithful repro-real-critic test test-quick test-gpu test-slurm bench gpu-bundle
 
 setup:
 	bash scripts/setup.sh
@@ -120,6 +120,14 @@ test-quick:
 test-gpu:
 	bash scripts/setup.sh
 	python -m pytest -q -p no:xdist -m gpu -rs tests/unit/rl/test_devices.py tests/integration/test_gpu_pipeline.py $(PYTEST_ARGS)
+
+# The GPU check's wheels for a lent GPU machine, which has no network and takes at most 64 MiB (docs/gpu.md,
+# "Offline, on a lent GPU machine"): what bench/gpu_check/wheels.txt pins, for the image's Python, packed into
+# bench/gpu_check/bundle/, then the project and the bundle against the limit (exits 1 over it). Reads the set-up's
+# venv (`make setup`); about 5 minutes on 2 cores, most of it xz. A rehearsal on this machine: GPU_PYTHON=3.11.
+GPU_PYTHON ?= 3.12
+gpu-bundle:
+	python bench/gpu_check/bundle.py build --python-version $(GPU_PYTHON)
 
 # The DAG through real SLURM jobs (tests marked slurm, which `make test` leaves out): installs the
 # executor plugin, starts scripts/slurm.sh's single-node cluster if it is down (root, Debian) and
