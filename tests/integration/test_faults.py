@@ -20,14 +20,19 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from sweetflow.agents.openai import OpenAIAgent
+from sweetflow.backend.domain import sandbox_runtime
 from sweetflow.backend.sandbox.pool import Sandbox
 from sweetflow.backend.scoring import check_references
+from sweetflow.backend.simulators import OpenAIHuman
 from sweetflow.backend.tasks.procedural import generate_tasks
 from sweetflow.cli import main
 from sweetflow.core.params import EndpointParams
+from sweetflow.endpoint import ChatClient
+from sweetflow.rollout.engine import Checkpoint, run_episodes
 from tests.integration.test_openai_backends import roll
 from tests.support.fault_proxy import FaultProxy
-from tests.support.params import endpoint_params, openai_agent, sandbox_params
+from tests.support.params import endpoint_params, episode_params, openai_agent, sandbox_params
 from tests.support.project import ROOT, make_project, run, tool_env
 
 A_TASK = {
@@ -114,17 +119,24 @@ def test_an_empty_or_blank_import_is_an_error_and_keeps_the_earlier_one(tmp_path
         assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
-def test_the_rollout_stage_refuses_a_pipe_by_name_and_leaves_nothing_behind(tmp_path):
+@pytest.mark.parametrize("make", ["dev_zero", "fifo"])
+def test_the_rollout_stage_refuses_a_device_or_a_pipe_by_name_and_leaves_nothing_behind(make, tmp_path):
+    """It said "no such file or directory" of both, and left an empty data/backend/.rollout.tmp-<pid>/."""
     project = make_project(
         tmp_path / "p",
         {
             "backend": {"tasks": {"n_train": 4, "n_val": 1, "n_test": 2}, "scoring": {"workers": 1}},
-            "rollout": {"source": "import", "import_file": "data/offline/pipe.jsonl"},
+            "rollout": {"source": "import", "import_file": "data/offline/in.jsonl"},
         },
     )
     run([sys.executable, "-m", "stages.tasks", "backend"], project)
-    (project / "data/offline").mkdir(parents=True, exist_ok=True)
-    os.mkfifo(project / "data/offline/pipe.jsonl")
+    path = project / "data/offline/in.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if make == "dev_zero":
+        path.symlink_to("/dev/zero")
+    else:
+        os.mkfifo(path)
+    kind = {"dev_zero": "a character device", "fifo": "a named pipe"}[make]
     done = subprocess.run(
         [sys.executable, "-m", "stages.rollout", "backend"],
         cwd=project,
@@ -133,9 +145,7 @@ def test_the_rollout_stage_refuses_a_pipe_by_name_and_leaves_nothing_behind(tmp_
         text=True,
         timeout=120,
     )
-    assert done.returncode == 2 and done.stderr.strip().endswith(
-        "data/offline/pipe.jsonl: a named pipe, not a file to read"
-    )
+    assert done.returncode == 2 and done.stderr.strip().endswith(f"data/offline/in.jsonl: {kind}, not a file to read")
     assert [p.name for p in (project / "data/backend").iterdir()] == ["tasks"]  # no .rollout.tmp-<pid>/
 
 
@@ -150,7 +160,11 @@ def tasks():
 
 
 def through(proxy: FaultProxy, model: str, **kw) -> EndpointParams:
-    return endpoint_params(base_url=proxy.base_url, model=model, api_key_env="SWEETFLOW_TEST_KEY", **kw)
+    return through_url(proxy.base_url, model, **kw)
+
+
+def through_url(base_url: str, model: str, **kw) -> EndpointParams:
+    return endpoint_params(base_url=base_url, model=model, api_key_env="SWEETFLOW_TEST_KEY", **kw)
 
 
 @pytest.mark.parametrize(
@@ -194,6 +208,28 @@ def test_a_huge_reply_is_refused_past_its_cap(openai_server, tasks, tmp_path):
         failures.is_not_null().all()
         and failures.str.contains("the reply passed 77,824 bytes, the cap", literal=True).all()
     )
+
+
+@pytest.mark.parametrize(("fault", "reason"), [("trickle", "longer than timeout_s (1 s) in all"), ("huge", "the cap")])
+def test_the_simulators_client_has_the_same_deadline_and_cap(fault, reason, openai_server, tasks, tmp_path):
+    """The agent asks the real server, the simulated human asks through the misbehaving proxy."""
+    base_url, model = openai_server
+    direct = through_url(base_url, model, max_retries=0)
+    with FaultProxy(base_url, drop=0, delay=0, error=0, reply_fault=fault) as proxy:
+        human = OpenAIHuman(ChatClient(through(proxy, model, timeout_s=1.0, max_retries=0)), 400, 12)
+        with Sandbox(sandbox_params(workers=1)) as sb:
+            records = run_episodes(
+                tasks[:2],
+                1,
+                OpenAIAgent(openai_agent(direct, max_new_tokens=12)),
+                sandbox_runtime(human, sb, 1),
+                episode_params(max_turns=3),
+                0,
+                Checkpoint(tmp_path / "c.jsonl"),
+            )
+    failures = [r["failure"] or "" for r in records]
+    asked = [r for r in records if r["n_turns"] >= 1 and not r["answered"]]  # the human was asked
+    assert asked and all(f.startswith("simulator: ") and reason in f for f in (r["failure"] for r in asked)), failures
 
 
 def test_an_evaluation_stopped_by_sigterm_asks_for_no_finished_episode_again(openai_server, tmp_path):
