@@ -10,7 +10,12 @@ from hypothesis import settings
 
 from tests.support.reproduced import reproduced_project
 
-pytest_plugins = ["tests.support.llm_server", "tests.support.corpus", "tests.support.devices"]
+pytest_plugins = [
+    "tests.support.llm_server",
+    "tests.support.corpus",
+    "tests.support.devices",
+    "tests.support.served_episodes",
+]
 
 # No per-example deadline: the suite runs two workers on two cores beside other jobs, and an example
 # that is slow there is not wrong. Speed is measured by the benchmarks under bench/, not by tests.

@@ -20,20 +20,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sweetflow.agents.openai import OpenAIAgent
-from sweetflow.backend.domain import sandbox_runtime
-from sweetflow.backend.sandbox.pool import Sandbox
-from sweetflow.backend.scoring import check_references
-from sweetflow.backend.simulators import OpenAIHuman
-from sweetflow.backend.tasks.procedural import generate_tasks
 from sweetflow.cli import main
 from sweetflow.core.params import EndpointParams
-from sweetflow.endpoint import ChatClient
-from sweetflow.rollout.engine import Checkpoint, run_episodes
-from tests.integration.test_openai_backends import roll
 from tests.support.fault_proxy import FaultProxy
-from tests.support.params import endpoint_params, episode_params, openai_agent, sandbox_params
+from tests.support.params import openai_agent
 from tests.support.project import ROOT, make_project, run, tool_env
+from tests.support.served_episodes import endpoint, roll
 
 A_TASK = {
     "problem_description": "Write f(x) that doubles x.\ndef f(x):",
@@ -152,19 +144,8 @@ def test_the_rollout_stage_refuses_a_device_or_a_pipe_by_name_and_leaves_nothing
 # --- a misbehaving server behind the agent ---------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def tasks():
-    _, test = generate_tasks(0, 4, seed=9)
-    with Sandbox(sandbox_params(workers=1)) as sb:
-        return [{**t, "expected": c.expected} for t, c in zip(test, check_references(test, sb))]
-
-
 def through(proxy: FaultProxy, model: str, **kw) -> EndpointParams:
-    return through_url(proxy.base_url, model, **kw)
-
-
-def through_url(base_url: str, model: str, **kw) -> EndpointParams:
-    return endpoint_params(base_url=base_url, model=model, api_key_env="SWEETFLOW_TEST_KEY", **kw)
+    return endpoint(proxy.base_url, model, **kw)
 
 
 @pytest.mark.parametrize(
@@ -175,21 +156,23 @@ def through_url(base_url: str, model: str, **kw) -> EndpointParams:
         ("no_message", "a malformed reply: its choice has no message"),
     ],
 )
-def test_a_malformed_reply_fails_its_episode_and_the_others_go_on(fault, reason, openai_server, tasks, tmp_path):
+def test_a_malformed_reply_fails_its_episode_and_the_others_go_on(
+    fault, reason, openai_server, checked_tasks, tmp_path
+):
     base_url, model = openai_server
     with FaultProxy(base_url, drop=0, delay=0, error=0, reply_fault=fault, fault_every=3) as proxy:
-        frame = roll(tasks, through(proxy, model, max_retries=0, concurrency=1), tmp_path / "c.jsonl")
-    assert frame.height == len(tasks) and proxy.counts["reply_faults"] >= 1
+        frame = roll(checked_tasks, through(proxy, model, max_retries=0, concurrency=1), tmp_path / "c.jsonl")
+    assert frame.height == len(checked_tasks) and proxy.counts["reply_faults"] >= 1
     failed = frame.filter(pl.col("failure").is_not_null())
     assert failed.height >= 1 and failed["failure"].str.contains(reason, literal=True).all(), failed["failure"]
     assert frame.filter(pl.col("failure").is_null()).height >= 1  # the rest ran on
 
 
-def test_a_trickled_reply_is_cut_off_at_its_deadline(openai_server, tasks, tmp_path):
+def test_a_trickled_reply_is_cut_off_at_its_deadline(openai_server, checked_tasks, tmp_path):
     base_url, model = openai_server
     start = time.monotonic()
     with FaultProxy(base_url, drop=0, delay=0, error=0, reply_fault="trickle") as proxy:
-        frame = roll(tasks[:2], through(proxy, model, timeout_s=1.0, max_retries=0), tmp_path / "c.jsonl")
+        frame = roll(checked_tasks[:2], through(proxy, model, timeout_s=1.0, max_retries=0), tmp_path / "c.jsonl")
     # The valid reply, a byte every 0.05 s, takes ~12 s; each request was cut at 1 s whatever its reads did.
     assert time.monotonic() - start < 10
     failures = frame["failure"]
@@ -198,10 +181,10 @@ def test_a_trickled_reply_is_cut_off_at_its_deadline(openai_server, tasks, tmp_p
     )
 
 
-def test_a_huge_reply_is_refused_past_its_cap(openai_server, tasks, tmp_path):
+def test_a_huge_reply_is_refused_past_its_cap(openai_server, checked_tasks, tmp_path):
     base_url, model = openai_server
     with FaultProxy(base_url, drop=0, delay=0, error=0, reply_fault="huge") as proxy:
-        frame = roll(tasks[:2], through(proxy, model, max_retries=0), tmp_path / "c.jsonl")
+        frame = roll(checked_tasks[:2], through(proxy, model, max_retries=0), tmp_path / "c.jsonl")
     # max_new_tokens 12: a cap of 64 KiB + 12 KiB, against 10 MB sent
     failures = frame["failure"]
     assert (
@@ -211,25 +194,16 @@ def test_a_huge_reply_is_refused_past_its_cap(openai_server, tasks, tmp_path):
 
 
 @pytest.mark.parametrize(("fault", "reason"), [("trickle", "longer than timeout_s (1 s) in all"), ("huge", "the cap")])
-def test_the_simulators_client_has_the_same_deadline_and_cap(fault, reason, openai_server, tasks, tmp_path):
+def test_the_simulators_client_has_the_same_deadline_and_cap(fault, reason, openai_server, checked_tasks, tmp_path):
     """The agent asks the real server, the simulated human asks through the misbehaving proxy."""
     base_url, model = openai_server
-    direct = through_url(base_url, model, max_retries=0)
     with FaultProxy(base_url, drop=0, delay=0, error=0, reply_fault=fault) as proxy:
-        human = OpenAIHuman(ChatClient(through(proxy, model, timeout_s=1.0, max_retries=0)), 400, 12)
-        with Sandbox(sandbox_params(workers=1)) as sb:
-            records = run_episodes(
-                tasks[:2],
-                1,
-                OpenAIAgent(openai_agent(direct, max_new_tokens=12)),
-                sandbox_runtime(human, sb, 1),
-                episode_params(max_turns=3),
-                0,
-                Checkpoint(tmp_path / "c.jsonl"),
-            )
-    failures = [r["failure"] or "" for r in records]
-    asked = [r for r in records if r["n_turns"] >= 1 and not r["answered"]]  # the human was asked
-    assert asked and all(f.startswith("simulator: ") and reason in f for f in (r["failure"] for r in asked)), failures
+        human = through(proxy, model, timeout_s=1.0, max_retries=0)
+        frame = roll(checked_tasks[:2], endpoint(base_url, model, max_retries=0), tmp_path / "c.jsonl", human=human)
+    asked = frame.filter((pl.col("n_turns") >= 1) & ~pl.col("answered"))  # the human was asked
+    failures = asked["failure"]
+    assert asked.height and failures.is_not_null().all(), frame["failure"]
+    assert all(f.startswith("simulator: ") and reason in f for f in failures), failures
 
 
 def test_an_evaluation_stopped_by_sigterm_asks_for_no_finished_episode_again(openai_server, tmp_path):

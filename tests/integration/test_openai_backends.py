@@ -6,53 +6,14 @@ from __future__ import annotations
 import sys
 
 import polars as pl
-import pytest
 
-from sweetflow.agents.openai import OpenAIAgent
-from sweetflow.backend.domain import sandbox_runtime
-from sweetflow.backend.sandbox.pool import Sandbox
-from sweetflow.backend.scoring import check_references
-from sweetflow.backend.simulators import OpenAIHuman
-from sweetflow.backend.tasks.procedural import generate_tasks
 from sweetflow.core.artifacts import read_manifest
-from sweetflow.core.params import EndpointParams
-from sweetflow.core.tables import to_frame
 from sweetflow.dialogue import AGENT, HUMAN
-from sweetflow.endpoint import ChatClient
-from sweetflow.rollout.engine import Checkpoint, run_episodes
 from tests.support.fault_proxy import FaultProxy
-from tests.support.params import endpoint_params, episode_params, openai_agent, sandbox_params
+from tests.support.params import endpoint_params, openai_agent
 from tests.support.project import make_project, run
 from tests.support.refusing_server import RefusingServer
-
-MAX_TURNS = 3
-
-
-@pytest.fixture(scope="module")
-def tasks():
-    _, test = generate_tasks(0, 4, seed=9)
-    with Sandbox(sandbox_params(workers=1)) as sb:
-        return [{**t, "expected": c.expected} for t, c in zip(test, check_references(test, sb))]
-
-
-def endpoint(base_url: str, model: str, **kw) -> EndpointParams:
-    return endpoint_params(base_url=base_url, model=model, api_key_env="SWEETFLOW_TEST_KEY", **kw)
-
-
-def roll(tasks, ep: EndpointParams, checkpoint, samples=1) -> pl.DataFrame:
-    agent = OpenAIAgent(openai_agent(ep, max_new_tokens=12))
-    human = OpenAIHuman(ChatClient(ep), max_reply_chars=400, max_new_tokens=12)
-    with Sandbox(sandbox_params(workers=1)) as sb:
-        records = run_episodes(
-            tasks,
-            samples,
-            agent,
-            sandbox_runtime(human, sb, ep.concurrency),
-            episode_params(max_turns=MAX_TURNS),
-            0,
-            Checkpoint(checkpoint),
-        )
-    return to_frame(records)
+from tests.support.served_episodes import MAX_TURNS, endpoint, roll
 
 
 def assert_well_formed(frame: pl.DataFrame, n: int) -> None:
@@ -69,24 +30,24 @@ def assert_well_formed(frame: pl.DataFrame, n: int) -> None:
                 assert len(turn["content"]) <= 400
 
 
-def test_served_policy_and_simulator_produce_well_formed_episodes(openai_server, tasks, tmp_path):
-    frame = roll(tasks, endpoint(*openai_server, concurrency=2), tmp_path / "c.jsonl")
-    assert_well_formed(frame, len(tasks))
+def test_served_policy_and_simulator_produce_well_formed_episodes(openai_server, checked_tasks, tmp_path):
+    frame = roll(checked_tasks, endpoint(*openai_server, concurrency=2), tmp_path / "c.jsonl")
+    assert_well_formed(frame, len(checked_tasks))
 
 
-def test_faulty_network_loses_and_duplicates_nothing(openai_server, tasks, tmp_path):
+def test_faulty_network_loses_and_duplicates_nothing(openai_server, checked_tasks, tmp_path):
     base_url, model = openai_server
     with FaultProxy(base_url, drop=0.15, delay=0.1, delay_s=2.5, error=0.2, seed=1, retry_after=0.05) as proxy:
         ep = endpoint(proxy.base_url, model, timeout_s=2.0, max_retries=10, concurrency=2)
-        frame = roll(tasks, ep, tmp_path / "c.jsonl", samples=2)
-    assert_well_formed(frame, 2 * len(tasks))
+        frame = roll(checked_tasks, ep, tmp_path / "c.jsonl", samples=2)
+    assert_well_formed(frame, 2 * len(checked_tasks))
     counts = proxy.counts
     assert counts["dropped"] + counts["errors"] + counts["delayed"] > 0, counts
 
 
-def test_endpoint_that_stays_down_fails_episodes_with_a_reason(tasks, tmp_path):
+def test_endpoint_that_stays_down_fails_episodes_with_a_reason(checked_tasks, tmp_path):
     ep = endpoint("http://127.0.0.1:9/v1", "none", timeout_s=0.5, max_retries=1)
-    frame = roll(tasks[:2], ep, tmp_path / "c.jsonl")
+    frame = roll(checked_tasks[:2], ep, tmp_path / "c.jsonl")
     assert frame["failure"].str.starts_with("agent: APIConnectionError").all()
 
 
