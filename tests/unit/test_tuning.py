@@ -27,6 +27,7 @@ from sweetflow.tuning import (
     collect_critics,
     compare_critics,
     configurations,
+    control_pairs,
     critic_command,
     critic_experiment_name,
     critic_gate,
@@ -38,6 +39,7 @@ from sweetflow.tuning import (
     queue_command,
     read_choices,
     render,
+    render_controls,
     render_critics,
     table_path,
     table_records,
@@ -566,3 +568,26 @@ def test_every_preference_configuration_names_its_whole_nll_term():
     grids = configurations("sweet") + configurations("mtdpo", "faithful", (1e-5,), (1, 2))
     grids += configurations("sweet", "faithful", (1e-5,))
     assert all({"nll_coef", "nll_span", "nll_mean"} <= set(c) for c in grids)
+
+
+def test_the_chosen_critics_are_set_against_each_control_on_every_and_on_length_matched_combinations(monkeypatch):
+    """Each chosen critic against shorter-is-better, longer-is-better and the base's log-prob, on its own labelled
+    candidates (as critic_quality wrote them): the critic here ranks every state right, the length scorers half."""
+    rows = [  # state, candidate, good, the critic's score, tokens, the base's log-prob
+        (f"s{s}", c, c == 0, 1.0 - c, [10, 12, 30][c] if s % 2 else [30, 12, 10][c], -float(c))
+        for s in range(6)
+        for c in range(3)
+    ]
+    frame = pl.DataFrame(
+        rows, schema=["state_id", "candidate", "good", "score", "n_tokens", "base_logprob"], orient="row"
+    )
+    monkeypatch.setattr("sweetflow.tuning.scored_candidates", lambda domain, trial, root=None: frame)
+    chosen = {c: drifted(c, 2e-6, 0.7, 0.01) for c in ("with_info", "no_info")}
+    pairs = control_pairs("backend", chosen, resamples=50)
+    assert [(p.critic, p.control) for p in pairs] == [
+        (c, k) for c in ("no_info", "with_info") for k in ("shorter", "longer", "base_logprob")
+    ]
+    shorter = next(p for p in pairs if p.control == "shorter")
+    assert shorter.accuracy["a"]["value"] == 1.0 and shorter.accuracy["b"]["value"] == 0.5
+    assert shorter.accuracy["a_minus_b"]["value"] == 0.5 and "length_matched" in shorter.accuracy
+    assert "| `no_info` | 2e-06 | shorter | 50.0 [" in render_controls(pairs)
