@@ -92,7 +92,8 @@ def test_dag_sync_writes_a_new_import_into_every_stage_that_runs_it(pipeline, ca
     synced = (pipeline / "dvc.yaml").read_text()
     assert synced.count("- sweetflow/probe.py\n") == len(entries)
     assert (
-        "      - sweetflow/rl\n      - sweetflow/${item.domain}/instructions.py\n      - sweetflow/probe.py\n" in synced
+        "      - sweetflow/rl/sft.py\n      - sweetflow/${item.domain}/instructions.py\n      - sweetflow/probe.py\n"
+        in synced
     )
     code, out = sync(capsys, pipeline)
     assert code == 0 and "in step" in out and (pipeline / "dvc.yaml").read_text() == synced
@@ -101,7 +102,7 @@ def test_dag_sync_writes_a_new_import_into_every_stage_that_runs_it(pipeline, ca
     common.write_text(common.read_text().replace("\nimport sweetflow.probe\n", "", 1))
     code, out = sync(capsys, pipeline)
     assert code == 0 and "tasks: remove sweetflow/probe.py" in out
-    line = "\n      - sweetflow/rl\n"
+    line = "\n      - sweetflow/rl/sft.py\n"
     back = broken[critic:].replace(line, line + taken.split("  #")[0] + "\n", 1).replace(gone, "", 1)
     assert (pipeline / "dvc.yaml").read_text() == before[:critic] + back
 
@@ -153,8 +154,8 @@ def test_a_dependency_left_out_is_named():
     critic = next(s for s in STAGES if s.name == "critic@backend-with_info")
     without = dataclasses.replace(critic, deps=tuple(d for d in critic.deps if d != "sweetflow/views.py"))
     assert uncovered_code(without) == ["sweetflow/views.py"]
-    without = dataclasses.replace(critic, deps=tuple(d for d in critic.deps if d != "sweetflow/rl"))
-    assert "sweetflow/rl/loss.py" in uncovered_code(without)
+    without = dataclasses.replace(critic, deps=tuple(d for d in critic.deps if d != "sweetflow/rl/loss.py"))
+    assert uncovered_code(without) == ["sweetflow/rl/loss.py"]
 
 
 def test_the_sandbox_worker_is_code_of_every_stage_that_runs_answers():
