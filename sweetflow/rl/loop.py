@@ -284,6 +284,70 @@ def dvclive_in_its_directory():
 
 
 def _fit(model, objective: Objective, run: TrainRun) -> Fitted:
+    setup = _prepare(model, objective, run)
+    progress = _start(setup, objective, run)
+    _train(setup, objective, run, progress)
+    return _finish(setup, run, progress)
+
+
+@dataclass
+class _Setup:
+    """A run made ready: the accelerator, the model and optimiser it wraps, the batches and their layout."""
+
+    accelerator: Accelerator
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    loader: DataLoader
+    layout: BatchLayout
+    processes: int
+    total: int  # optimiser steps over every epoch
+
+
+@dataclass
+class _Progress:
+    """Where a run stands: what a kept state holds, so that a resumed run goes on as the uninterrupted one."""
+
+    summary: dict  # the run's one-number metrics (eval_*_initial, later the rest)
+    step: int = 0
+    tokens: int = 0  # this process's, summed over the processes when kept and at the end
+    window: defaultdict = field(default_factory=lambda: defaultdict(list))  # the values since the curve's last point
+    epoch_losses: list = field(default_factory=list)
+    final_eval: dict = field(default_factory=dict)
+    evaluated: int = 0  # epochs evaluated after, so that a resumed run does not evaluate one twice
+    train_seconds: float = 0.0
+    # A resumed run draws the batches it already trained on again without training on them, so that the data order
+    # from there on is the uninterrupted run's; at `resumed_at` it takes back the kept window and epoch losses.
+    resumed_at: int = 0
+    kept: dict = field(default_factory=dict)
+
+    def kept_state(self, accelerator: Accelerator) -> dict:
+        return {
+            "step": self.step,
+            "tokens": int(accelerator.reduce(torch.tensor(self.tokens, device=accelerator.device), "sum")),
+            "window": self.window,
+            "epoch_losses": self.epoch_losses,
+            "summary": self.summary,
+            "final_eval": self.final_eval,
+            "evaluated_epochs": self.evaluated,
+            "train_seconds": self.train_seconds,
+        }
+
+    @classmethod
+    def restored(cls, kept: dict, main_process: bool) -> _Progress:
+        return cls(
+            summary=kept["summary"],
+            tokens=kept["tokens"] if main_process else 0,
+            final_eval=kept["final_eval"],
+            evaluated=kept["evaluated_epochs"],
+            train_seconds=kept["train_seconds"],
+            resumed_at=kept["step"],
+            kept=kept,
+        )
+
+
+def _prepare(model, objective: Objective, run: TrainRun) -> _Setup:
+    """The accelerator, the model (LoRA, gradient checkpointing), the batches and the optimiser, spread over the
+    processes."""
     p, engine = run.trainer, run.engine
     processes = process_count()
     layout = batch_layout(p.batch_size, engine.micro_batch_size, processes, run.name)
@@ -312,7 +376,6 @@ def _fit(model, objective: Objective, run: TrainRun) -> Fitted:
         order = torch.Generator(device="cpu").manual_seed(p.seed)  # the loader draws indices on the CPU
         loader = DataLoader(items, batch_size=per_step, shuffle=True, collate_fn=list, generator=order)
 
-    # Optimiser, and the model and optimiser spread over the processes.
     optimizer = torch.optim.AdamW(
         [q for q in model.parameters() if q.requires_grad], lr=p.learning_rate, betas=(0.9, 0.95), weight_decay=0.0
     )
@@ -324,99 +387,106 @@ def _fit(model, objective: Objective, run: TrainRun) -> Fitted:
             f"{engine.accelerate_config}: gradient_accumulation_steps {accelerator.gradient_accumulation_steps}, but "
             f"batch_size / (training.micro_batch_size x processes) is {layout.accumulation}: remove it from the config"
         )
-    resume_dir = Path(run.resume_dir) if run.resume_dir is not None else None
-    resumed = load_run_state(accelerator, resume_dir, Path(run.log_dir)) if resume_dir else None
-    # dvcyaml=None: the stage's metrics and plots are declared in the project's dvc.yaml. resume: the curves
-    # restored with the state are continued, not cleared.
-    dvclive = {"dir": str(run.log_dir), "dvcyaml": None, "save_dvc_exp": False, "resume": resumed is not None}
-    with dvclive_in_its_directory():
-        accelerator.init_trackers(run.name, init_kwargs={"dvclive": dvclive})
-
-    # The loop: a learning rate, one optimiser step, a point of the curve every LOG_EVERY steps. A resumed
-    # run draws the batches it already trained on again without training on them, so that the data
-    # order from there on is the uninterrupted run's.
     full, rest = divmod(len(items), per_step)
     total = p.epochs * (full + (rest >= processes))  # a last batch smaller than the processes is left out
-    step, tokens, window, epoch_losses = 0, 0, defaultdict(list), []
-    if resumed:
-        summary, final_eval, evaluated = resumed["summary"], resumed["final_eval"], resumed["evaluated_epochs"]
-        tokens = resumed["tokens"] if accelerator.is_main_process else 0  # summed over the processes at the end
-        print(f"{run.name}: resuming at step {resumed['step']} of {total} ({resume_dir})", file=sys.stderr)
-    else:
-        summary = {f"eval_{k}_initial": v for k, v in _evaluate(model, objective, accelerator, 0).items()}
-        final_eval, evaluated = {}, 0
-    skip = resumed["step"] if resumed else 0
-    started = time.perf_counter() - (resumed["train_seconds"] if resumed else 0.0)
-    saved = time.perf_counter()
-    bar = tqdm(total=total, initial=skip, desc=run.name, unit="step", disable=not accelerator.is_local_main_process)
-    model.train()
-    for epoch in range(p.epochs):
-        epoch_losses = []
-        for batch in loader:
-            if len(batch) < processes:
-                continue
-            if step < skip:
-                step += 1
-                if step == skip:  # where the saved run stood
-                    epoch_losses, window = resumed["epoch_losses"], defaultdict(list, resumed["window"])
-                continue
-            lr = lr_at(step, total, p.learning_rate, engine)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            means, step_tokens = _train_step(model, objective, accelerator, layout, batch)
-            accelerator.clip_grad_norm_(model.parameters(), engine.clip_norm)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            tokens += step_tokens
-            epoch_losses.append(means["loss"])
-            for k, v in means.items():
-                window[k].append(v)
-            if step % LOG_EVERY == 0 or step == total:
-                means = {k: sum(v) / len(v) for k, v in window.items()}
-                accelerator.log({**{f"train/{k}": v for k, v in means.items()}, "train/lr": lr}, step=step)
-                bar.set_postfix(loss=f"{means['loss']:.3f}", epoch=epoch + 1)
-                window = defaultdict(list)
-            bar.update()
-            if resume_dir and step < total and _due(time.perf_counter() - saved >= run.save_every_s, accelerator):
-                progress = {
-                    "step": step,
-                    "tokens": int(accelerator.reduce(torch.tensor(tokens, device=accelerator.device), "sum")),
-                    "window": window,
-                    "epoch_losses": epoch_losses,
-                    "summary": summary,
-                    "final_eval": final_eval,
-                    "evaluated_epochs": evaluated,
-                    "train_seconds": time.perf_counter() - started,
-                }
-                save_run_state(accelerator, resume_dir, progress, Path(run.log_dir))
-                saved = time.perf_counter()
-        if epoch >= evaluated:  # not evaluated before the saved step
-            final_eval = _evaluate(model, objective, accelerator, step)
-            evaluated = epoch + 1
-    bar.close()
-    elapsed = time.perf_counter() - started
-    if resume_dir:
-        remove_run_state(accelerator, resume_dir)
+    return _Setup(accelerator, model, optimizer, loader, layout, processes, total)
 
-    # What the run learnt and how fast.
-    tokens = int(accelerator.reduce(torch.tensor(tokens, device=accelerator.device), "sum"))
+
+def _start(s: _Setup, objective: Objective, run: TrainRun) -> _Progress:
+    """The run's kept state restored (weights, optimiser, curves, progress), or a fresh start with the first
+    evaluation; the tracker started either way."""
+    resume_dir = Path(run.resume_dir) if run.resume_dir is not None else None
+    kept = load_run_state(s.accelerator, resume_dir, Path(run.log_dir)) if resume_dir else None
+    # dvcyaml=None: the stage's metrics and plots are declared in the project's dvc.yaml. resume: the curves
+    # restored with the state are continued, not cleared.
+    dvclive = {"dir": str(run.log_dir), "dvcyaml": None, "save_dvc_exp": False, "resume": kept is not None}
+    with dvclive_in_its_directory():
+        s.accelerator.init_trackers(run.name, init_kwargs={"dvclive": dvclive})
+    if kept:
+        print(f"{run.name}: resuming at step {kept['step']} of {s.total} ({resume_dir})", file=sys.stderr)
+        return _Progress.restored(kept, s.accelerator.is_main_process)
+    return _Progress({f"eval_{k}_initial": v for k, v in _evaluate(s.model, objective, s.accelerator, 0).items()})
+
+
+def _train(s: _Setup, objective: Objective, run: TrainRun, progress: _Progress) -> None:
+    """The loop: a learning rate, one optimiser step, a point of the curve every LOG_EVERY steps, the run's state
+    kept every `run.save_every_s` seconds, an evaluation after each epoch."""
+    p, engine = run.trainer, run.engine
+    started, saved = time.perf_counter() - progress.train_seconds, time.perf_counter()
+    bar = tqdm(
+        total=s.total,
+        initial=progress.resumed_at,
+        desc=run.name,
+        unit="step",
+        disable=not s.accelerator.is_local_main_process,
+    )
+    s.model.train()
+    for epoch in range(p.epochs):
+        progress.epoch_losses = []
+        for batch in s.loader:
+            if len(batch) < s.processes:
+                continue
+            if progress.step < progress.resumed_at:  # trained on before the run was kept
+                progress.step += 1
+                if progress.step == progress.resumed_at:  # where the kept run stood
+                    progress.epoch_losses = progress.kept["epoch_losses"]
+                    progress.window = defaultdict(list, progress.kept["window"])
+                continue
+            lr = lr_at(progress.step, s.total, p.learning_rate, engine)
+            for group in s.optimizer.param_groups:
+                group["lr"] = lr
+            means, step_tokens = _train_step(s.model, objective, s.accelerator, s.layout, batch)
+            s.accelerator.clip_grad_norm_(s.model.parameters(), engine.clip_norm)
+            s.optimizer.step()
+            s.optimizer.zero_grad(set_to_none=True)
+            progress.step += 1
+            progress.tokens += step_tokens
+            progress.epoch_losses.append(means["loss"])
+            for k, v in means.items():
+                progress.window[k].append(v)
+            if progress.step % LOG_EVERY == 0 or progress.step == s.total:
+                means = {k: sum(v) / len(v) for k, v in progress.window.items()}
+                s.accelerator.log({**{f"train/{k}": v for k, v in means.items()}, "train/lr": lr}, step=progress.step)
+                bar.set_postfix(loss=f"{means['loss']:.3f}", epoch=epoch + 1)
+                progress.window = defaultdict(list)
+            bar.update()
+            due = time.perf_counter() - saved >= run.save_every_s
+            if run.resume_dir and progress.step < s.total and _due(due, s.accelerator):
+                progress.train_seconds = time.perf_counter() - started
+                save_run_state(
+                    s.accelerator, Path(run.resume_dir), progress.kept_state(s.accelerator), Path(run.log_dir)
+                )
+                saved = time.perf_counter()
+        if epoch >= progress.evaluated:  # not evaluated before the kept step
+            progress.final_eval = _evaluate(s.model, objective, s.accelerator, progress.step)
+            progress.evaluated = epoch + 1
+    bar.close()
+    progress.train_seconds = time.perf_counter() - started
+
+
+def _finish(s: _Setup, run: TrainRun, progress: _Progress) -> Fitted:
+    """What the run learnt and how fast, the trackers closed, and the model unwrapped (LoRA merged) for saving."""
+    accelerator, engine = s.accelerator, run.engine
+    if run.resume_dir:
+        remove_run_state(accelerator, Path(run.resume_dir))
+    tokens = int(accelerator.reduce(torch.tensor(progress.tokens, device=accelerator.device), "sum"))
+    summary, losses, elapsed = progress.summary, progress.epoch_losses, progress.train_seconds
     summary.update(
-        steps=step,
+        steps=progress.step,
         train_tokens=tokens,
-        train_loss_last_epoch=round(sum(epoch_losses) / len(epoch_losses), 5) if epoch_losses else None,
-        **{f"eval_{k}_final": v for k, v in final_eval.items()},
+        train_loss_last_epoch=round(sum(losses) / len(losses), 5) if losses else None,
+        **{f"eval_{k}_final": v for k, v in progress.final_eval.items()},
     )
     speed = round(tokens / elapsed, 1) if elapsed else None
-    facts = {**layout.record(), "train_seconds": round(elapsed, 2), "tokens_per_s": speed}
+    facts = {**s.layout.record(), "train_seconds": round(elapsed, 2), "tokens_per_s": speed}
     # Into DVCLive's metrics.json only (plot=False): one number each, not a curve. Not the run's
     # facts: the metrics of the same inputs are the same bytes, so that a rerun changes nothing downstream.
     numbers = {k: v for k, v in summary.items() if v is not None}
-    accelerator.log(numbers, step=step, log_kwargs={"dvclive": {"plot": False}})
+    accelerator.log(numbers, step=progress.step, log_kwargs={"dvclive": {"plot": False}})
 
     accelerator.wait_for_everyone()
-    state = accelerator.get_state_dict(model)  # a collective: every process takes part
-    model = accelerator.unwrap_model(model)
+    state = accelerator.get_state_dict(s.model)  # a collective: every process takes part
+    model = accelerator.unwrap_model(s.model)
     # Not end_training(): it also tears down the process group, which the stage's next training in
     # this process (the critic after its warm-up, a policy's next seed) still needs.
     for tracker in accelerator.trackers:
