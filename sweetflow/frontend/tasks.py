@@ -7,7 +7,6 @@ and the site type. Tables are Parquet with the explicit schema `FRONTEND_TASK_SC
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from pathlib import Path
@@ -91,18 +90,6 @@ def to_frame(records: list[dict], split: str, schema: pl.Schema = FRONTEND_TASK_
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def read_frontend_tasks(path: Path | str, checked: bool = False) -> pl.DataFrame:
-    """A frontend task table; `checked`: as the tasks stage writes it, with the targets' screenshots."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: frontend task table not found (run the `tasks@frontend` stage first)")
-    frame = pl.read_parquet(path)
-    missing = [c for c in (CHECKED_FRONTEND_SCHEMA if checked else FRONTEND_TASK_SCHEMA) if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{path}: not a {'checked ' if checked else ''}frontend task table, missing columns {missing}")
-    return frame
-
-
 # --- ColBench's JSONL ----------------------------------------------------------------------------
 
 HTML_TAG = re.compile(r"<html\b", re.IGNORECASE)
@@ -131,9 +118,3 @@ def read_frontend_jsonl(path: Path | str, limit: int | None = None, bounds: File
 
 def to_official_row(task: dict) -> dict:
     return {"problem_description": task["problem_description"], "ground_truth": task["ground_truth"]}
-
-
-def write_frontend_jsonl(tasks: list[dict], path: Path | str) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        for task in tasks:
-            fh.write(json.dumps(to_official_row(task), ensure_ascii=False) + "\n")

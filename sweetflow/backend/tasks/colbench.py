@@ -100,9 +100,3 @@ def to_official_row(task: dict) -> dict:
         "hidden_information": task["ground_truth"],
         "test_cases": {f"test{i + 1}": call for i, call in enumerate(task["test_cases"])},
     }
-
-
-def write_backend_jsonl(tasks: list[dict], path: Path | str) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        for task in tasks:
-            fh.write(json.dumps(to_official_row(task)) + "\n")

@@ -13,9 +13,8 @@ from sweetflow.frontend.tasks import (
     FRONTEND_TASK_SCHEMA,
     generate_frontend_tasks,
     read_frontend_jsonl,
-    read_frontend_tasks,
     to_frame,
-    write_frontend_jsonl,
+    to_official_row,
 )
 from tests.support.project import SAMPLE
 
@@ -27,7 +26,7 @@ def test_generated_table_round_trips_through_parquet(tmp_path):
     frame = pl.concat([to_frame(train, "train"), to_frame(test, "test")])
     assert frame.schema == FRONTEND_TASK_SCHEMA
     frame.write_parquet(tmp_path / "tasks.parquet")
-    back = read_frontend_tasks(tmp_path / "tasks.parquet")
+    back = pl.read_parquet(tmp_path / "tasks.parquet")
     assert back.equals(frame)
     for row in back.to_dicts():  # the spec is the page itself
         assert to_html(page_from_json(row["spec"])) == row["ground_truth"]
@@ -38,7 +37,8 @@ def test_official_rows_import_into_the_same_table_and_export_unchanged(tmp_path)
     assert len(tasks) == 30 and all(t["spec"] is None for t in tasks)
     assert tasks[0]["site"] == "Healthcare Provider Website"
     assert to_frame(tasks, "test").schema == FRONTEND_TASK_SCHEMA
-    write_frontend_jsonl(tasks, tmp_path / "out.jsonl")
+    rows = [json.dumps(to_official_row(t), ensure_ascii=False) + "\n" for t in tasks]
+    (tmp_path / "out.jsonl").write_text("".join(rows), encoding="utf-8")
     original = [json.loads(line) for line in FRONTEND_SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
     exported = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
     assert exported == original

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sweetflow.backend.tasks.colbench import read_backend_jsonl, signature_of, to_official_row, write_backend_jsonl
+from sweetflow.backend.tasks.colbench import read_backend_jsonl, signature_of, to_official_row
 from sweetflow.core.inputs import ImportRowError
 from tests.support.project import SAMPLE
 
@@ -31,7 +31,7 @@ def test_row_becomes_a_task_and_round_trips(tmp_path):
     assert task["function_name"] == "price"
     assert task["signature"] == "def price(n, member)"
     assert task["test_cases"][0] == "price(1, False)" and len(task["test_cases"]) == 10
-    write_backend_jsonl([task], tmp_path / "out.jsonl")
+    write_rows(tmp_path / "out.jsonl", [to_official_row(task)])
     (exported,) = read_backend_jsonl(tmp_path / "out.jsonl")
     assert exported == task
     assert to_official_row(task)["hidden_information"] == ROW["ground_truth"]
