@@ -9,10 +9,10 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from sweetflow.core.params import (
+    ColbenchTasksParams,
     DomainParams,
     EndpointParams,
     ModelParams,
-    ProceduralTasksParams,
     Section,
     ServedBackend,
     SourceFile,
@@ -58,7 +58,7 @@ class LlmTasksParams(Section):
     max_requests: int = Field(ge=1, description="Give up after this many requests in a split.")
 
 
-class TasksParams(ProceduralTasksParams):
+class TasksParams(ColbenchTasksParams):
     """Backend task generation or import (stage `tasks`)."""
 
     source: Literal["procedural", "colbench", "llm"] = Field(
@@ -72,21 +72,10 @@ class TasksParams(ProceduralTasksParams):
         ge=1, le=1_000, description="Test tasks to generate (procedural or llm; procedural capacity 1,000)."
     )
     families: list[str] | None = Field(description="Restrict generation to these families; null means all.")
-    colbench_train: SourceFile | None = Field(
-        description="Official backend train JSONL under data/sources/, for source 'colbench'."
-    )
-    colbench_test: SourceFile | None = Field(
-        description="Official backend test JSONL under data/sources/, for source 'colbench'."
-    )
-    colbench_test_rows: int = Field(
-        ge=1, description="Use the first N rows of the test file (the official test set is the first 1,000)."
-    )
     llm: LlmTasksParams | None = Field(description="For source 'llm': the writer model and the corpus.")
 
     @model_validator(mode="after")
-    def _source_needs_its_inputs(self) -> TasksParams:
-        if self.source == "colbench" and self.colbench_test is None:
-            raise ValueError("source 'colbench' needs colbench_test (path to the official backend test JSONL)")
+    def _llm_needs_its_writer(self) -> TasksParams:
         if self.source == "llm" and self.llm is None:
             raise ValueError("source 'llm' needs llm (endpoint and corpus)")
         return self

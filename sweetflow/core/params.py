@@ -653,6 +653,31 @@ class ProceduralTasksParams(Section):
         return self
 
 
+class ColbenchTasksParams(ProceduralTasksParams):
+    """A domain's tasks, generated, or imported from ColBench's official files (`source: colbench`, under
+    data/sources/, a dependency of the tasks stage): the domain's train and test JSONL, each row a task in ColBench's
+    own shape. Each domain narrows `source` to the sources it knows."""
+
+    colbench_train: SourceFile | None = Field(
+        description="The domain's official train JSONL under data/sources/, for source 'colbench'; its last n_val rows "
+        "are the validation tasks."
+    )
+    colbench_test: SourceFile | None = Field(
+        description="The domain's official test JSONL under data/sources/, for source 'colbench'."
+    )
+    colbench_test_rows: int = Field(
+        ge=1,
+        description="Use the first N rows of the test file (ColBench's test sets: the first 1,000 rows of the backend "
+        "file, the 500 of the frontend one).",
+    )
+
+    @model_validator(mode="after")
+    def _colbench_needs_test_file(self) -> ColbenchTasksParams:
+        if self.source == "colbench" and self.colbench_test is None:
+            raise ValueError("source 'colbench' needs colbench_test (path to the domain's official test JSONL)")
+        return self
+
+
 class DomainParams(Section):
     """One domain's section of params.yaml. Each domain has the same four sections, so that a stage of
     either declares the same params keys; each narrows the first three to its own classes."""

@@ -10,13 +10,12 @@ from pydantic import Field, model_validator
 
 from sweetflow.core.params import (
     ClipModel,
+    ColbenchTasksParams,
     DomainParams,
     EndpointParams,
     ModelParams,
-    ProceduralTasksParams,
     Section,
     ServedBackend,
-    SourceFile,
 )
 
 
@@ -83,7 +82,7 @@ class SimilarityParams(Section):
         return self
 
 
-class FrontendTasksParams(ProceduralTasksParams):
+class FrontendTasksParams(ColbenchTasksParams):
     """Frontend design tasks: generated offline (Tailwind pages of many site types) or imported from ColBench."""
 
     source: Literal["procedural", "colbench"] = Field(
@@ -94,21 +93,6 @@ class FrontendTasksParams(ProceduralTasksParams):
     n_test: int = Field(
         ge=1, le=500, description="Test tasks to generate (procedural capacity 500; ColBench's test set has 500)."
     )
-    colbench_train: SourceFile | None = Field(
-        description="Official frontend train JSONL under data/sources/, for source 'colbench'."
-    )
-    colbench_test: SourceFile | None = Field(
-        description="Official frontend test JSONL under data/sources/, for source 'colbench'."
-    )
-    colbench_test_rows: int = Field(
-        ge=1, description="Use the first N rows of the test file (the official test set is 500)."
-    )
-
-    @model_validator(mode="after")
-    def _colbench_needs_test_file(self) -> FrontendTasksParams:
-        if self.source == "colbench" and self.colbench_test is None:
-            raise ValueError("source 'colbench' needs colbench_test (path to the official frontend test JSONL)")
-        return self
 
 
 class DesignSimulatorParams(ServedBackend):

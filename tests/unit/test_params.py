@@ -13,7 +13,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from sweetflow.backend.params import ScoringRules
 from sweetflow.cli import main
@@ -379,3 +379,12 @@ def test_an_import_of_a_file_under_data_offline_is_valid():
     }
     params = params_with({"rollout": IMPORT, "backend": changes})
     assert params.rollout.source == "import" and params.rollout.import_file == Path("data/offline/t.jsonl")
+
+
+@pytest.mark.parametrize("domain", ["backend", "frontend"])
+def test_either_domains_colbench_source_needs_its_test_file(domain):
+    """The ColBench files and their check are written once (ColbenchTasksParams), for both domains."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params[domain]["tasks"].update(source="colbench", colbench_test=None, test_seed=None)
+    with pytest.raises(ValidationError, match="source 'colbench' needs colbench_test"):
+        Params.model_validate(params)
