@@ -91,10 +91,9 @@ def test_dag_sync_writes_a_new_import_into_every_stage_that_runs_it(pipeline, ca
     assert sync(capsys, pipeline)[0] == 0
     synced = (pipeline / "dvc.yaml").read_text()
     assert synced.count("- sweetflow/probe.py\n") == len(entries)
-    assert (
-        "      - sweetflow/rl/sft.py\n      - sweetflow/${item.domain}/instructions.py\n      - sweetflow/probe.py\n"
-        in synced
-    )
+    block = before[critic : before.index("\n  candidates:")]
+    last = [line for line in block.splitlines() if line.startswith("      - sweetflow/")][-1]  # its last code dep
+    assert f"{last}\n      - sweetflow/${{item.domain}}/instructions.py\n      - sweetflow/probe.py\n" in synced
     code, out = sync(capsys, pipeline)
     assert code == 0 and "in step" in out and (pipeline / "dvc.yaml").read_text() == synced
     assert all("sweetflow/probe.py" in s.deps for s in load_stages(pipeline))  # as DVC resolves it
@@ -102,7 +101,7 @@ def test_dag_sync_writes_a_new_import_into_every_stage_that_runs_it(pipeline, ca
     common.write_text(common.read_text().replace("\nimport sweetflow.probe\n", "", 1))
     code, out = sync(capsys, pipeline)
     assert code == 0 and "tasks: remove sweetflow/probe.py" in out
-    line = "\n      - sweetflow/rl/sft.py\n"
+    line = f"\n{last}\n"
     back = broken[critic:].replace(line, line + taken.split("  #")[0] + "\n", 1).replace(gone, "", 1)
     assert (pipeline / "dvc.yaml").read_text() == before[:critic] + back
 
