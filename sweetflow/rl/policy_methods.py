@@ -18,11 +18,12 @@ import polars as pl
 
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import PolicyParams, TrainingParams
+from sweetflow.models.checkpoint import load_checkpoint, pad_id, resolve_device
 from sweetflow.rl.logprobs import kept_segment_logps, save_segment_logps
 from sweetflow.rl.loop import Fitted, TrainRun, forward_batch_size
 from sweetflow.rl.loss import PreferenceLoss
 from sweetflow.rl.preference import ScoredPairs, train_preference
-from sweetflow.rl.sequences import PairData
+from sweetflow.rl.sequences import PairData, context_length
 from sweetflow.rl.sft import Example, train_sft
 
 METHODS_PACKAGE = "sweetflow.rl.methods"
@@ -44,6 +45,25 @@ class Source:
     max_length: int  # the context: longer sequences are cut or dropped
     engine: TrainingParams
     upstream: Callable[..., str]  # the stage's `upstream`: where another stage's output is, by its producer's name
+
+    @classmethod
+    def read(
+        cls, domain: str, tasks: dict[str, dict], rollout: str, base_dir: str, device: str, engine, upstream
+    ) -> Source:
+        """The source of a stage: the rollout read, the base model loaded on `device` (params `device`)."""
+        base, tokenizer = load_checkpoint(base_dir, resolve_device(device))  # the reference pass's device
+        return cls(
+            domain=domain,
+            tasks=tasks,
+            trajectories=pl.read_parquet(rollout),
+            rollout=rollout,
+            base=base,
+            tokenizer=tokenizer,
+            pad_id=pad_id(tokenizer),
+            max_length=context_length(tokenizer, base.config),
+            engine=engine,
+            upstream=upstream,
+        )
 
 
 class Training(ABC):
