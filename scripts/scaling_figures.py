@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from sweetflow.core.inputs import read_yaml  # noqa: E402
-from sweetflow.core.params import POLICY_METHODS  # noqa: E402
+from sweetflow.rl.methods import registry  # noqa: E402
 
 RECORDS = Path("reports/experiments")
 POINT = re.compile(r"scale-(\d+)(-tuned)?$")
@@ -90,7 +90,7 @@ def policies(record: Path) -> dict | None:
     if not params.is_file():
         return None
     return {
-        name: POLICY_METHODS[p["method"]].model_validate(p).model_dump()
+        name: registry.params_class(p["method"]).model_validate(p).model_dump()
         for name, p in read_yaml(params)["policies"].items()
     }
 

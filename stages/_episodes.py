@@ -1,23 +1,18 @@
 """The bodies of the stages that run episodes: `demos`, `rollout` and `evaluate` (an agent's
-episodes, once), `evaluate_base` and `evaluate_policy` (a checkpoint's episodes, once per seed)."""
+episodes, once), `evaluate_base`, `evaluate_policy` and `validate` (a checkpoint's episodes, once per
+seed: sweetflow/rollout/seeds.py)."""
 
 from __future__ import annotations
 
-import json
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
-from pathlib import Path
-
-from stages._common import Stage, with_checkpoint
 from sweetflow.agents.model import served_records
 from sweetflow.core.artifacts import checkpoint_path
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import ModelAgentParams
 from sweetflow.core.tables import SEED_TRAJECTORIES, TRAJECTORIES, read_tasks, task_file
 from sweetflow.domain import get_domain
-from sweetflow.params import Params
 from sweetflow.rollout.engine import collect
 from sweetflow.rollout.metrics import over_seeds, summarize_episodes
+from sweetflow.rollout.seeds import checkpoint_for_seed, run_seeds, seed_progress
+from sweetflow.stage import Stage, with_checkpoint
 
 
 def episode_stage(stage: Stage, section: str, split: str) -> dict:
@@ -45,18 +40,6 @@ def episode_stage(stage: Stage, section: str, split: str) -> dict:
     return out.metrics
 
 
-def checkpoint_for_seed(directory: Path | str, seed: int) -> Path:
-    """The checkpoint a method evaluates for `seed`: `directory` itself when it is one (the base
-    policy: every seed samples from it), else its per-seed checkpoint `seed<k>/` (a trained policy)."""
-    directory = Path(directory)
-    if (directory / "config.json").is_file():
-        return directory
-    per_seed = directory / f"seed{seed}"
-    if (per_seed / "config.json").is_file():
-        return per_seed
-    raise InputError(f"{directory}: neither a checkpoint nor a directory with a checkpoint {per_seed.name}/")
-
-
 def checkpoint_evaluation_stage(stage: Stage, directory: str, split: str = "test") -> dict:
     """Stages `evaluate_base@<domain>` (method `zero_shot`, the base model),
     `evaluate_policy@<domain>-<name>` and, on the validation tasks, `validate@<domain>-<name>`: the
@@ -81,70 +64,12 @@ def checkpoint_evaluation_stage(stage: Stage, directory: str, split: str = "test
     progress = seed_progress(stage.name, stage.sections, tasks, checkpoints)
     policies = {seed: p.policy.model_copy(update={"checkpoint": str(c)}) for seed, c in checkpoints.items()}
     with stage.output(inputs, p.seed) as out:
-        jobs = {
-            seed: (
-                params,
-                domain,
-                task_rows,
-                policies[seed],
-                seed,
-                progress[seed],
-                out.dir / SEED_TRAJECTORIES.format(seed=seed),
-                f"{stage.name} seed {seed}",
-            )
-            for seed in checkpoints
+        where = {
+            s: (progress[s], out.dir / SEED_TRAJECTORIES.format(seed=s), f"{stage.name} seed {s}") for s in policies
         }
-        workers = min(p.processes or len(jobs), len(jobs))
-        if workers == 1:  # no process to start (a second torch import costs seconds)
-            per_seed = {seed: _evaluate_seed(*args) for seed, args in jobs.items()}
-        else:  # seeds are independent runs: on a CPU they go `evaluate.processes` at a time, one per process
-            # Forked from a server that imported torch and transformers once, not spawned to import
-            # them again each (~3.5 s of CPU a process). The server runs no torch op before it forks,
-            # so no thread pool is inherited half-initialised (the reason not to fork a torch process).
-            context = get_context("forkserver")
-            context.set_forkserver_preload(["sweetflow.agents.transformers", *model_modules(checkpoints.values())])
-            with ProcessPoolExecutor(workers, mp_context=context) as pool:
-                running = {seed: pool.submit(_evaluate_seed, *args) for seed, args in jobs.items()}
-                per_seed = {seed: job.result() for seed, job in running.items()}
+        per_seed = run_seeds(params, domain, task_rows, policies, where)
         out.metrics.update(over_seeds(per_seed, domain))
         out.served.update(served_records({f"seed{seed}": policy for seed, policy in policies.items()}, out.inputs))
     for path in progress.values():
         path.unlink(missing_ok=True)
     return out.metrics
-
-
-def seed_progress(stage: str, sections: dict, tasks: str, checkpoints: dict[int, Path]) -> dict[int, Path]:
-    """Where each seed's evaluation keeps its finished episodes (`checkpoint_path`), named by what decides them:
-    not `evaluate.processes`, how many seeds run at once, so a rerun with another count resumes them too."""
-    sections = {key: value for key, value in sections.items() if key != "evaluate.processes"}
-    return {seed: checkpoint_path(f"{stage}-seed{seed}", sections, [tasks, c]) for seed, c in checkpoints.items()}
-
-
-def model_modules(checkpoints) -> list[str]:
-    """The transformers modules of the checkpoints' model types (`transformers.models.llama.modeling_llama`),
-    which transformers imports lazily at the first load: imported once by the forkserver, not by each
-    seed's process (~1.5 s of CPU each for Llama's). A name without a module is skipped by the forkserver."""
-    types = {json.loads((Path(c) / "config.json").read_text()).get("model_type", "") for c in checkpoints}
-    return [
-        f"transformers.models.{t}.{kind}_{t}"
-        for t in sorted(t.replace("-", "_") for t in types if t)
-        for kind in ("configuration", "modeling")
-    ]
-
-
-def _evaluate_seed(
-    params: Params,
-    domain: str,
-    tasks: list[dict],
-    policy: ModelAgentParams,
-    seed: int,
-    progress: Path,
-    out: Path,
-    desc: str,
-) -> dict:
-    with get_domain(domain).open_agent(policy) as agent:
-        frame = collect(
-            tasks, agent, params, domain, params.evaluate.samples_per_task, params.evaluate.seed + seed, progress, desc
-        )
-    frame.write_parquet(out)
-    return summarize_episodes(frame, domain, tasks)

@@ -17,11 +17,11 @@ import json
 
 import polars as pl
 
-from stages._common import begin
 from sweetflow.core.errors import run_stage
-from sweetflow.core.tables import CANDIDATES, LABELS, TRAJECTORIES, read_tasks, task_file
+from sweetflow.core.tables import CANDIDATES, LABELS
 from sweetflow.domain import get_domain
 from sweetflow.rl.critic_quality import kind_shares
+from sweetflow.stage import begin
 
 LABELS_SCHEMA = {"state_id": pl.String, "candidate": pl.Int32, "kind": pl.String, "good": pl.Boolean}
 
@@ -29,11 +29,10 @@ LABELS_SCHEMA = {"state_id": pl.String, "candidate": pl.Int32, "kind": pl.String
 def main() -> None:
     stage = begin("candidate_labels", __doc__)
     domain, params = stage.domain, stage.params
-    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
+    (tasks_file, rollout), tasks = stage.offline_data()
     candidates_file = stage.upstream("candidates", file=CANDIDATES)
     inputs = [tasks_file, rollout, candidates_file]
     with stage.output(inputs) as out:
-        tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
         labels = get_domain(domain).label_candidates(
             params.domain(domain), pl.read_parquet(candidates_file), pl.read_parquet(rollout), tasks
         )

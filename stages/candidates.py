@@ -20,22 +20,21 @@ import json
 
 import polars as pl
 
-from stages._common import begin, with_checkpoint
 from sweetflow.agents.model import open_model_agent, served_records
 from sweetflow.core.artifacts import JsonLines, checkpoint_path
 from sweetflow.core.errors import run_stage
-from sweetflow.core.tables import CANDIDATES, TRAJECTORIES, read_tasks, task_file
+from sweetflow.core.tables import CANDIDATES
 from sweetflow.dialogue import ANSWER_MARKER
 from sweetflow.rl.candidates import generate_candidates
 from sweetflow.rl.pairs import sample_turn_states
+from sweetflow.stage import begin, with_checkpoint
 
 
 def main() -> None:
     stage = begin("candidates", __doc__)
-    domain, p = stage.domain, stage.params.candidates
+    p = stage.params.candidates
     policy = with_checkpoint(p.policy, stage)
-    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
-    tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
+    (tasks_file, rollout), tasks = stage.offline_data()
     trajectories = pl.read_parquet(rollout)
     states = sample_turn_states(trajectories, p.share, p.seed, p.states)
     inputs = [tasks_file, rollout] + ([policy.checkpoint] if policy.checkpoint else [])

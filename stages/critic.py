@@ -19,27 +19,26 @@ import shutil
 
 import polars as pl
 
-from stages._common import begin
 from sweetflow.core.artifacts import checkpoint_path, write_json
 from sweetflow.core.errors import run_stage
-from sweetflow.core.tables import PAIRS, TRAJECTORIES, read_tasks, task_file
+from sweetflow.core.tables import PAIRS
 from sweetflow.models.checkpoint import placement
 from sweetflow.rl.critic import CriticTraining
 from sweetflow.rl.loop import TrainRun, launch, live_report
+from sweetflow.stage import begin
 
 
 def main() -> None:
     stage = begin("critic", __doc__, item="critics")
     p, engine, device = stage.params.critics[stage.item], stage.params.training, stage.params.device
     launch(engine)
-    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
+    (tasks_file, rollout), tasks = stage.offline_data()
     pairs_file, base = stage.upstream("trajectory_pairs", file=PAIRS), stage.upstream("base_model")
     inputs = [tasks_file, rollout, pairs_file, base]
     # What a run cut off keeps, named by everything that decides it; the warm-up by its own settings alone.
     kept = checkpoint_path(stage.name, stage.sections, inputs).with_suffix("")
     warming = {"trainer": CriticTraining.warmup_trainer(p), "training": engine, "device": device}
     warmed = checkpoint_path(f"{stage.name}-warmup", warming, inputs).with_suffix("")
-    tasks = {t["task_id"]: t for t in read_tasks(stage.domain, "train")}
     critic = CriticTraining(
         p, engine, device, tasks, pl.read_parquet(rollout), pl.read_parquet(pairs_file), base, kept, warmed
     )

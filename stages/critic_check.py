@@ -15,26 +15,25 @@ import json
 
 import polars as pl
 
-from stages._common import begin, with_checkpoint
 from sweetflow.agents.model import served_records
 from sweetflow.agents.replay import ReplayAgent
 from sweetflow.core.artifacts import checkpoint_path
 from sweetflow.core.errors import run_stage
-from sweetflow.core.tables import CANDIDATES, PICKED, TRAJECTORIES, read_tasks, task_file
+from sweetflow.core.tables import CANDIDATES, PICKED, TRAJECTORIES
 from sweetflow.domain import get_domain
 from sweetflow.rl.critic_check import agreement, continuation_tasks, pick_extremes
 from sweetflow.rollout.engine import collect
+from sweetflow.stage import begin, with_checkpoint
 
 
 def main() -> None:
     stage = begin("critic_check", __doc__, item="critics")
     domain, name, params = stage.domain, stage.item, stage.params
     p, policy = params.critic_check, with_checkpoint(params.candidates.policy, stage)
-    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
+    (tasks_file, rollout), tasks = stage.offline_data()
     candidates_file = stage.upstream("candidates", file=CANDIDATES)
     ranked_file = stage.upstream("rank", name, file=CANDIDATES)
     inputs = [tasks_file, rollout, candidates_file, ranked_file] + ([policy.checkpoint] if policy.checkpoint else [])
-    tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     candidates = pl.read_parquet(candidates_file)
     picked = pick_extremes(pl.read_parquet(ranked_file), p.states, p.seed)
     episode_tasks, scripts = continuation_tasks(picked, candidates, pl.read_parquet(rollout), tasks)

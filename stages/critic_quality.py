@@ -18,10 +18,10 @@ import json
 
 import polars as pl
 
-from stages._common import begin
 from sweetflow.core.errors import run_stage
 from sweetflow.core.tables import CANDIDATES, LABELS, PAIRS, SCORED
 from sweetflow.rl.critic_quality import good_vs_bad_accuracy, kind_shares, length_and_controls, pair_makeup
+from sweetflow.stage import begin
 
 
 def main() -> None:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 
-from stages._common import begin
 from stages._episodes import episode_stage
 from sweetflow.core.errors import run_stage
+from sweetflow.stage import begin
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """Stage `policy@<domain>-<name>`: a trained policy, one checkpoint per seed of `seeds` (docs/algorithm.md,
 step 7 and the paper's baselines). Every method starts from the domain's base model and trains on
-its own view of the dialogue (no training-time information); each is a module of
-sweetflow/rl/methods/ (`rft`, `mtdpo`, `sweet`), which reads its data and runs its objective.
+its own view of the dialogue (no training-time information); each is a folder of
+sweetflow/rl/methods/ (`rft`, `mtdpo`, `sweet`): its knobs, and the data it reads for its objective.
 
 `python -m stages.policy DOMAIN NAME` reads params `policies.NAME` and `seeds`, and the data its
 method needs. The data are read, and the base model's log-probs of them computed, once for all
@@ -16,32 +16,30 @@ counts and each seed's training summary; `plots/seed<k>/`: DVCLive curves).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
-from stages._common import begin
 from sweetflow.core.artifacts import checkpoint_path, write_json
-from sweetflow.core.errors import InputError, run_stage
-from sweetflow.core.tables import TRAJECTORIES, read_tasks, task_file
+from sweetflow.core.errors import run_stage
 from sweetflow.rl.loop import launch, live_report
-from sweetflow.rl.policy_methods import Source, load_methods
+from sweetflow.rl.methods import registry
+from sweetflow.rl.policy_methods import Source
 from sweetflow.rl.seeds import FinishedSeeds, train_seeds
+from sweetflow.stage import begin
 
 
 def main() -> None:
-    methods = load_methods()  # before params are read: a method's module may define its params class
     stage = begin("policy", __doc__, item="policies")
+    stage = dataclasses.replace(stage, params=registry.resolve(stage.params))  # the policy's entry by its method
     domain, name, params = stage.domain, stage.item, stage.params
     p, engine = params.policies[name], params.training
-    if p.method not in methods:
-        raise InputError(f"policies.{name}.method {p.method!r}: no module sweetflow/rl/methods/{p.method}.py")
     launch(engine)
 
-    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
+    (tasks_file, rollout), tasks = stage.offline_data()
     base_dir = stage.upstream("base_model")
-    tasks = {t["task_id"]: t for t in read_tasks(domain, "train")}
     source = Source.read(domain, tasks, rollout, base_dir, params.device, engine, stage.upstream)
-    training = methods[p.method].training_data(p, source)
+    training = registry.training(p.method).training_data(p, source)
     inputs = [tasks_file, rollout, base_dir, *training.inputs]
     # Each seed, once trained, is kept until the output holds them all: a stage cut off resumes at its next seed,
     # or inside the seed it was training.

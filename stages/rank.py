@@ -26,10 +26,9 @@ import shutil
 
 import polars as pl
 
-from stages._common import begin
 from sweetflow.core.artifacts import checkpoint_path
 from sweetflow.core.errors import run_stage
-from sweetflow.core.tables import CANDIDATES, TRAJECTORIES, read_tasks, task_file
+from sweetflow.core.tables import CANDIDATES
 from sweetflow.models.checkpoint import load_checkpoint, pad_id, placement, resolve_device
 from sweetflow.rl.ranking import (
     critic_reference,
@@ -39,20 +38,20 @@ from sweetflow.rl.ranking import (
     score_candidates,
 )
 from sweetflow.rl.sequences import candidate_sequences, context_length
+from sweetflow.stage import begin
 
 
 def main() -> None:
     stage = begin("rank", __doc__, item="critics")
     p, critic_params = stage.params.rank, stage.params.critics[stage.item]
     critic_dir, base = stage.upstream("critic", stage.item), stage.upstream("base_model")
-    tasks_file, rollout = stage.upstream("tasks", file=task_file("train")), stage.upstream("rollout", file=TRAJECTORIES)
+    (tasks_file, rollout), tasks = stage.offline_data()
     candidates_file = stage.upstream("candidates", file=CANDIDATES)
     candidates = pl.read_parquet(candidates_file)
     if p.baseline == "sampling":
         require_sampled_logprobs(candidates, candidates_file)
     device = resolve_device(stage.params.device)
     critic, tokenizer = load_checkpoint(critic_dir, device)
-    tasks = {t["task_id"]: t for t in read_tasks(stage.domain, "train")}
     view = critic_params.training_info, context_length(tokenizer, critic.config)
     sequences = candidate_sequences(tokenizer, tasks, pl.read_parquet(rollout), candidates, *view)
     kept = candidates.filter(pl.Series([s is not None for s in sequences], dtype=pl.Boolean))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from stages._common import begin
 from sweetflow.core.artifacts import temporary_path, write_json
 from sweetflow.core.errors import run_stage
 from sweetflow.core.params import DOMAINS
@@ -24,6 +23,7 @@ from sweetflow.report.markdown import render_markdown, results_data
 from sweetflow.report.plots import plot_curves, plot_methods, write_method_table
 from sweetflow.report.read import find_curves, read_domain
 from sweetflow.report.site import write_run_site
+from sweetflow.stage import begin
 
 
 def main() -> None:

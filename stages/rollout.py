@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 
-from stages._common import Stage, begin
 from stages._episodes import episode_stage
 from sweetflow.core.errors import run_stage
 from sweetflow.core.tables import TRAJECTORIES, read_tasks, task_file
 from sweetflow.rollout.offline import import_rollout
+from sweetflow.stage import Stage, begin
 
 
 def import_stage(stage: Stage) -> dict:

@@ -17,11 +17,11 @@ import json
 
 import polars as pl
 
-from stages._common import begin
 from sweetflow.core.errors import run_stage
 from sweetflow.core.tables import read_tasks, task_file
 from sweetflow.domain import get_domain
 from sweetflow.rollout.metrics import summarize_episodes
+from sweetflow.stage import begin
 
 
 def main() -> None:

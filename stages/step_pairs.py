@@ -15,10 +15,10 @@ import json
 
 import polars as pl
 
-from stages._common import begin
 from sweetflow.core.errors import run_stage
 from sweetflow.core.tables import CANDIDATES, PAIRS
 from sweetflow.rl.pairs import length_bias, step_pairs
+from sweetflow.stage import begin
 
 
 def main() -> None:

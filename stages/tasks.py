@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from stages._common import begin
 from sweetflow.core.errors import run_stage
 from sweetflow.core.tables import task_builder, task_file
+from sweetflow.stage import begin
 
 
 def main() -> None:

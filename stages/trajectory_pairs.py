@@ -14,10 +14,10 @@ import json
 
 import polars as pl
 
-from stages._common import begin
 from sweetflow.core.errors import run_stage
 from sweetflow.core.tables import PAIRS, TRAJECTORIES
 from sweetflow.rl.pairs import trajectory_pairs
+from sweetflow.stage import begin
 
 
 def main() -> None:

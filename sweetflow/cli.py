@@ -33,8 +33,9 @@ def parser_params(sub: argparse._SubParsersAction) -> None:
 def cmd_params(args: argparse.Namespace) -> int:
     from sweetflow.core.params import describe_params
     from sweetflow.params import load_params
+    from sweetflow.rl.methods import registry
 
-    params = load_params(args.file)
+    params = registry.resolve(load_params(args.file), args.file)
     table = Table("key", "value", "description", title=f"effective parameters ({args.file})")
     for key, value, description in describe_params(params):
         table.add_row(key, json.dumps(value, default=str), description)

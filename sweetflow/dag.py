@@ -221,13 +221,15 @@ def _imported(tree: ast.AST) -> list[str]:
 
 def _package_modules(tree: ast.AST, root: Path) -> list[str]:
     """Every module of a project package whose dotted name an AST spells as a string: a loader that
-    imports a package's modules by name (`policy_methods.load_methods`) may run any of them."""
+    imports a package's modules by name (the registry of sweetflow/rl/methods) may run any of them, its
+    sub-packages' too."""
     names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
             package = root.joinpath(*node.value.split("."))
             if (package / "__init__.py").is_file():
-                names += [f"{node.value}.{p.stem}" for p in sorted(package.glob("*.py")) if p.name != "__init__.py"]
+                modules = [p.relative_to(root).with_suffix("") for p in sorted(package.rglob("*.py"))]
+                names += [".".join(m.parts) for m in modules if m.name != "__init__"]
     return names
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SerializeAsAny, model_validator
 
 from sweetflow.backend.params import BackendParams
 from sweetflow.core.inputs import FileLimits
@@ -66,7 +66,7 @@ class Params(Section):
     rank: RankParams = Field(description=RankParams.__doc__)
     step_pairs: StepPairsParams = Field(description=StepPairsParams.__doc__)
     critic_check: CriticCheckParams = Field(description=CriticCheckParams.__doc__)
-    policies: dict[str, PolicyEntry] = Field(
+    policies: dict[str, SerializeAsAny[PolicyEntry]] = Field(  # dumped with its method's own knobs, once resolved
         description="Trained policies, one stage `policy@<domain>-<name>` each (SWEET-RL and its baselines)."
     )
     seeds: list[int] = Field(

@@ -43,7 +43,7 @@ from pathlib import Path
 from sweetflow.core.artifacts import RUNS
 from sweetflow.core.definition import Definition, definition
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import POLICY_METHODS
+from sweetflow.rl.methods import registry
 
 LEARNING_RATES = (1e-4, 1e-3)
 EPOCHS = (1, 4)
@@ -118,7 +118,7 @@ def configurations(
             raise ValueError(f"the official grid has no configuration of method {method!r} (tuning.OFFICIAL)")
         return [{"learning_rate": lr, **OFFICIAL[method]} for lr in learning_rates]
     plain = [{"learning_rate": lr, "epochs": e} for lr in learning_rates for e in epochs]
-    if not POLICY_METHODS[method].reads_preference or grid == "lr-epochs":
+    if not registry.params_class(method).reads_preference or grid == "lr-epochs":
         return plain
     return [{**g, **nll} for g in plain for nll in NLL_SETTINGS]
 
@@ -265,7 +265,7 @@ def collect(
         metrics = _git_json(root, row["rev"], definition("validate", domain, policy, root=root).metrics)
         if metrics is None:
             continue  # failed before validating
-        method = POLICY_METHODS.get(method_of.get(policy))
+        method = registry.params_class(method_of[policy]) if method_of.get(policy) in registry.known() else None
         step_pairs = method is not None and method.reads_critic  # learns from step pairs, so from their rule
         keys = ("learning_rate", "epochs", *NLL_KEYS) + ((STEP_PAIR_RULE,) if step_pairs else ())
         config = {k: row[params_key(policy, k)] for k in keys if row.get(params_key(policy, k)) is not None}

@@ -13,20 +13,16 @@ import datetime
 import reprlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal, TypeVar, get_args
+from typing import Annotated, ClassVar, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
-    SerializeAsAny,
     ValidationError,
-    ValidatorFunctionWrapHandler,
-    WrapValidator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import read_yaml
@@ -439,19 +435,16 @@ class CriticCheckParams(Section):
     seed: int = Field(description="Seed of the state sample and of the episodes.")
 
 
-METHODS_DOC = (
-    "The training method, which decides the other knobs' class: 'rft' (RftParams), 'mtdpo' (MtdpoParams), "
-    "'sweet' (SweetParams); sweetflow/rl/methods/<method>.py trains it."
-)
-
-
 class PolicyParams(TrainerParams, PreferenceParams):
     """One trained policy (stage `policy@<domain>-<name>`), initialised from the base model, one
     checkpoint per seed of `seeds`. The knobs every method's entry spells (so that `-S
-    policies.<name>.method=...` switches a method); each method is a subclass that names itself in
-    `method` and says which knobs it reads. Defining a subclass registers it (`POLICY_METHODS`)."""
+    policies.<name>.method=...` switches a method); each method's knobs are a subclass that names it
+    in `method` and says which knobs it reads (sweetflow/rl/methods/<method>/params.py)."""
 
-    method: str = Field(description=METHODS_DOC)
+    method: str = Field(
+        description="The training method: a folder of sweetflow/rl/methods ('rft', 'mtdpo', 'sweet'), whose "
+        "params.py holds the class of the other knobs and training.py what it trains on."
+    )
     critic: str | None = Field(
         description="The critic (a key of `critics`) whose step pairs the policy learns from; null for a method that "
         "reads no critic."
@@ -461,75 +454,27 @@ class PolicyParams(TrainerParams, PreferenceParams):
         "success; frontend: a similarity to the target); read by the methods that imitate successes."
     )
 
-    reads_critic: ClassVar[bool] = False  # a method that learns from a critic's step pairs sets it
+    reads_critic: ClassVar[bool | None] = False  # a method that learns from a critic's step pairs sets it
     reads_preference: ClassVar[bool] = True  # beta, length_normalize and nll_*: a method that reads none unsets it
 
     @model_validator(mode="after")
     def _critic_if_read(self) -> PolicyParams:
+        if self.reads_critic is None:  # an entry not yet read by its method's class
+            return self
         if self.reads_critic and not self.critic:
             raise ValueError(f"method {self.method!r} needs `critic` (the name of a critic under `critics`)")
         if not self.reads_critic and self.critic:
             raise ValueError(f"method {self.method!r} uses no critic; set `critic: null`")
         return self
 
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        (name,) = get_args(cls.model_fields["method"].annotation)  # each method's `method` is one Literal
-        POLICY_METHODS[name] = cls
 
+class PolicyEntry(PolicyParams):
+    """A policy's entry as params.yaml holds it: the knobs every method spells, checked, and those its
+    method adds, kept as written. Only a process that reads the policy's method validates it whole, by
+    that method's class (sweetflow.rl.methods.resolve): the others run no method's code."""
 
-# Every method's params class by its name, filled as each subclass of PolicyParams is defined: those
-# below, and any that a method's own module defines (sweetflow/rl/methods/).
-POLICY_METHODS: dict[str, type[PolicyParams]] = {}
-
-
-class RftParams(PolicyParams):
-    """Rejection fine-tuning: SFT on the offline trajectories whose reward reaches `min_reward`. Reads
-    no critic and no preference knob (beta, length_normalize, nll_*)."""
-
-    method: Literal["rft"] = Field(description=METHODS_DOC)
-    reads_preference: ClassVar[bool] = False
-    min_reward: dict[Domain, float] = Field(
-        description="Method 'rft': trajectories with at least this reward are kept, by domain (backend: 1 is "
-        "ColBench's success; frontend: a similarity to the target)."
-    )
-
-
-class MtdpoParams(PolicyParams):
-    """Multi-turn DPO on the trajectory pairs, every agent turn of a trajectory in one segment (the
-    policy's view). Reads the preference knobs; no critic, no min_reward."""
-
-    method: Literal["mtdpo"] = Field(description=METHODS_DOC)
-
-
-class SweetParams(PolicyParams):
-    """SWEET-RL: DPO on the step pairs ranked by the critic `critic`, with the NLL term on the chosen
-    actions. Reads the preference knobs; no min_reward."""
-
-    method: Literal["sweet"] = Field(description=METHODS_DOC)
-    reads_critic: ClassVar[bool] = True
-    critic: str | None = Field(
-        description="Method 'sweet': the critic (a key of `critics`) whose step pairs to learn from."
-    )
-
-
-def _as_method(value: object, validate: ValidatorFunctionWrapHandler) -> PolicyParams:
-    """A policy's entry validated by its method's class, as a discriminated union would, over the
-    methods known when it is read (POLICY_METHODS)."""
-    if isinstance(value, PolicyParams):
-        return value
-    method = value.get("method") if isinstance(value, dict) else None
-    if method not in POLICY_METHODS:
-        known = ", ".join(repr(m) for m in POLICY_METHODS)
-        raise PydanticCustomError(
-            "method", "unknown method {method}; known methods: {known}", {"method": repr(method), "known": known}
-        )
-    return POLICY_METHODS[method].model_validate(value)
-
-
-# A policy's entry: dumped with its method's own fields (SerializeAsAny), not only the base's.
-PolicyEntry = Annotated[SerializeAsAny[PolicyParams], WrapValidator(_as_method)]
+    model_config = ConfigDict(extra="allow")
+    reads_critic: ClassVar[bool | None] = None
 
 
 class EpisodeParams(Section):
@@ -740,18 +685,37 @@ def read_params(model: type[ParamsModel], path: Path | str = PARAMS_FILE, sectio
     raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise ParamsError(f"{path}: expected a mapping of sections, got {type(raw).__name__}")
-    within: tuple[str, ...] = ()
-    if section is not None:
-        if section not in raw:
-            raise ParamsError(f"{path}: no section {section!r}")
-        raw, within = raw[section], (section,)
+    if section is None:
+        return validated(model, raw, path)
+    if section not in raw:
+        raise ParamsError(f"{path}: no section {section!r}")
+    return validated(model, raw[section], path, (section,))
+
+
+def validated(model: type[ParamsModel], raw: object, path: Path | str, within: tuple[str, ...] = ()) -> ParamsModel:
+    """`raw`, the value at key `within` of params file `path`, validated as `model`; every problem is a
+    ParamsError naming the file and each bad key."""
+    value, problems = checked(model, raw, within)
+    if problems:
+        raise invalid(path, problems)
+    return value
+
+
+def checked(model: type[ParamsModel], raw: object, within: tuple[str, ...] = ()) -> tuple[ParamsModel | None, list]:
+    """`raw`, the value at key `within`, validated as `model`, and no problem; or None and each problem,
+    one line naming its key."""
     try:
-        return model.model_validate(raw)
+        return model.model_validate(raw), []
     except ValidationError as e:
         problems = [_describe(err, within) for err in e.errors()[:MAX_PROBLEMS]]
         if e.error_count() > MAX_PROBLEMS:
             problems.append(f"... and {e.error_count() - MAX_PROBLEMS:,} more")
-        raise ParamsError(f"{path}: invalid parameters:\n  " + "\n  ".join(problems)) from None
+        return None, problems
+
+
+def invalid(path: Path | str, problems: list[str]) -> ParamsError:
+    """The error of params file `path` with `problems`, one line each."""
+    return ParamsError(f"{path}: invalid parameters:\n  " + "\n  ".join(problems))
 
 
 def section_of(params: BaseModel, dotted: str) -> object | None:

@@ -1,18 +1,14 @@
-"""What a policy-training method is to stage `policy`: each method is one module of
-sweetflow/rl/methods/, named as the method, whose `training_data(p, source)` reads the data it learns
-from and gives back its `Training` (what it read, its data counts, and its objective for one seed's
-run). Its params class is a subclass of `sweetflow.core.params.PolicyParams` (docs/architecture.md,
-Training methods: one module each)."""
+"""What a policy-training method is to stage `policy`: each method is a folder of sweetflow/rl/methods/,
+named as the method, whose `training.py` has `training_data(p, source)`: it reads the data the method
+learns from and gives back its `Training` (what it read, its data counts, and its objective for one
+seed's run) (docs/architecture.md, Training methods: one folder each)."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import polars as pl
 
@@ -26,7 +22,6 @@ from sweetflow.rl.preference import ScoredPairs, train_preference
 from sweetflow.rl.sequences import PairData, context_length
 from sweetflow.rl.sft import Example, train_sft
 
-METHODS_PACKAGE = "sweetflow.rl.methods"
 REFERENCE = "reference_logps.pt"
 
 
@@ -136,13 +131,3 @@ class PreferenceTraining(Training):
 
     def save(self, out: Path) -> None:
         save_segment_logps(self.pairs.ref, out / REFERENCE)
-
-
-def load_methods() -> dict[str, ModuleType]:
-    """Every method's module by its name. Importing them first defines the params classes that a
-    module holds itself (PolicyParams' subclasses register as they are defined)."""
-    package = importlib.import_module(METHODS_PACKAGE)
-    return {
-        info.name: importlib.import_module(f"{METHODS_PACKAGE}.{info.name}")
-        for info in pkgutil.iter_modules(package.__path__)
-    }

@@ -89,8 +89,11 @@ def tool_env() -> dict:
     return env
 
 
-def run(cmd: list[str], cwd: Path, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
-    result = subprocess.run(cmd, cwd=cwd, env=tool_env(), capture_output=True, text=True, timeout=timeout)
+def run(
+    cmd: list[str], cwd: Path, check: bool = True, timeout: float = 600, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """`cmd` run in `cwd` as a user runs it (`tool_env`, with `env` added)."""
+    result = subprocess.run(cmd, cwd=cwd, env=tool_env() | (env or {}), capture_output=True, text=True, timeout=timeout)
     if check and result.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
     return result

@@ -77,7 +77,7 @@ def test_dag_sync_writes_a_new_import_into_every_stage_that_runs_it(pipeline, ca
     broken = before[:critic] + before[critic:].replace(taken, "", 1).replace(pairs, pairs + kept + gone, 1)
     (pipeline / "dvc.yaml").write_text(broken)
     (pipeline / "sweetflow/probe.py").write_text('"""A module no stage imported before."""\n')
-    common = pipeline / "stages/_common.py"
+    common = pipeline / "sweetflow/stage.py"
     future = "from __future__ import annotations\n"
     common.write_text(common.read_text().replace(future, future + "\nimport sweetflow.probe\n", 1))
 
@@ -197,12 +197,16 @@ def test_a_domain_stage_loads_only_its_own_domain():
 
 def test_the_policy_stage_runs_every_method_module_including_one_just_added(tmp_path):
     """Stage policy imports the methods by their package's name, not by an import statement."""
+    MODULES = ("params", "training")
     project = tmp_path / "project"
     for package in ("stages", "sweetflow"):
         shutil.copytree(ROOT / package, project / package, ignore=shutil.ignore_patterns("__pycache__"))
-    (project / "sweetflow/rl/methods/throwaway.py").write_text("")
+    (project / "sweetflow/rl/methods/throwaway").mkdir()
+    for module in ("__init__", "params", "training"):
+        (project / f"sweetflow/rl/methods/throwaway/{module}.py").write_text("")
     methods = {p for p in code_closure("stages.policy", root=project) if p.startswith("sweetflow/rl/methods/")}
-    assert methods == {f"sweetflow/rl/methods/{m}.py" for m in ("rft", "mtdpo", "sweet", "throwaway")}
+    every = {f"sweetflow/rl/methods/{m}/{f}.py" for m in ("rft", "mtdpo", "sweet", "throwaway") for f in MODULES}
+    assert methods == every | {"sweetflow/rl/methods/registry.py"}
 
 
 def test_package_init_files_hold_no_code():

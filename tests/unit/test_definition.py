@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stages._common import Stage
 from sweetflow.core.definition import definition, output_of, outputs_of
 from sweetflow.core.errors import InputError
 from sweetflow.core.tables import CANDIDATES, PAIRS, task_file
 from sweetflow.dag import load_stages
 from sweetflow.params import load_params
+from sweetflow.stage import Stage
 from tests.support.project import ROOT
 
 STAGES = load_stages(ROOT)

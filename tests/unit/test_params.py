@@ -4,7 +4,10 @@ name the key (or the file and line, for a file that is not YAML)."""
 from __future__ import annotations
 
 import copy
+import importlib
 import re
+import subprocess
+import sys
 import time
 import typing
 from pathlib import Path
@@ -20,14 +23,13 @@ from sweetflow.cli import main
 from sweetflow.core.errors import InputError
 from sweetflow.core.params import (
     MAX_PROBLEMS,
-    POLICY_METHODS,
     ParamsError,
-    PolicyParams,
     describe_params,
     read_params,
 )
 from sweetflow.frontend.params import FrontendParams
 from sweetflow.params import Params, load_params
+from sweetflow.rl.methods import registry
 from tests.support.params import params_with
 from tests.support.project import ROOT, merge
 
@@ -68,8 +70,8 @@ def test_no_knob_has_a_default_in_the_models():
             d for field in model.model_fields.values() for m in models(field.annotation) for d in defaults(m)
         ]
 
-    # Each method's class is chosen by its `method` at validation: the annotation names only their base.
-    assert defaults(Params) + [d for m in POLICY_METHODS.values() for d in defaults(m)] == []
+    # Each method's class is its folder's (sweetflow.rl.methods): the annotation names only their base.
+    assert defaults(Params) + [d for m in map(registry.params_class, registry.known()) for d in defaults(m)] == []
 
 
 @pytest.mark.parametrize(
@@ -103,35 +105,61 @@ def test_every_knob_has_a_description():
 
 
 def test_a_policy_is_read_by_its_methods_class_and_its_errors_name_the_key(tmp_path):
-    params = load_params(ROOT / "params.yaml")
-    assert {name: type(p).__name__ for name, p in params.policies.items()} == {
-        "rft": "RftParams",
-        "mtdpo": "MtdpoParams",
-        "sweet": "SweetParams",
-        "sweet_no_info": "SweetParams",
+    params = registry.resolve(load_params(ROOT / "params.yaml"))
+    assert {name: type(p).__module__ for name, p in params.policies.items()} == {
+        "rft": "sweetflow.rl.methods.rft.params",
+        "mtdpo": "sweetflow.rl.methods.mtdpo.params",
+        "sweet": "sweetflow.rl.methods.sweet.params",
+        "sweet_no_info": "sweetflow.rl.methods.sweet.params",
     }
     bad = {"rft": {"critic": "with_info"}, "sweet": {"critic": None}, "mtdpo": {"method": "ppo"}}
+    path = write(tmp_path, {"policies": bad})
     with pytest.raises(ParamsError) as error:
-        load_params(write(tmp_path, {"policies": bad}))
+        registry.resolve(load_params(path), path)
     message = str(error.value)
+    assert message.startswith(f"{path}: invalid parameters:")
     assert "policies.rft: Value error, method 'rft' uses no critic; set `critic: null`" in message
     assert "policies.sweet: Value error, method 'sweet' needs `critic`" in message
-    assert "policies.mtdpo: unknown method 'ppo'; known methods: 'rft', 'mtdpo', 'sweet'" in message
+    assert "policies.mtdpo.method: unknown method 'ppo'; known methods: 'mtdpo', 'rft', 'sweet'" in message
 
 
-def test_a_method_class_defined_anywhere_reads_its_entries_with_its_own_knobs(tmp_path, monkeypatch):
-    monkeypatch.setattr("sweetflow.core.params.POLICY_METHODS", dict(POLICY_METHODS))
+def test_a_process_that_reads_no_method_runs_no_methods_code(tmp_path):
+    """Stages that read no policy's method (a critic, an evaluation) validate the knobs every method
+    spells and keep the rest as written: adding a method changes none of their code."""
+    script = (
+        "import sys; from sweetflow.params import load_params; "
+        f"p = load_params({str(write(tmp_path, {'policies': {'rft': {'extra_knob': 7}}}))!r}); "
+        "print(p.policies['rft'].model_dump()['extra_knob'], any(m.startswith('sweetflow.rl') for m in sys.modules))"
+    )
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert shown == "7 False\n"
+    with pytest.raises(ParamsError, match=r"policies.rft.learning_rate: Input should be"):
+        load_params(write(tmp_path, {"policies": {"rft": {"learning_rate": "fast"}}}))
 
-    class ShortParams(PolicyParams):
-        method: typing.Literal["short"]
-        max_turns: int
+
+def test_a_method_folder_reads_its_entries_with_its_own_knobs(tmp_path, monkeypatch):
+    """The registry is the package's folders: one more (here beside the package, on its path) is one more method."""
+    folder = tmp_path / "methods" / "short"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("")
+    (folder / "params.py").write_text(
+        "from typing import Literal\n"
+        "from sweetflow.core.params import PolicyParams\n"
+        "class Params(PolicyParams):\n"
+        "    method: Literal['short']\n"
+        "    max_turns: int\n"
+    )
+    package = importlib.import_module("sweetflow.rl.methods")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(folder.parent)])
+    assert "short" in registry.known()
 
     entry = {**PROJECT["policies"]["rft"], "method": "short", "max_turns": 2}
-    params = load_params(write(tmp_path, {"policies": {"short": entry}}))
-    assert isinstance(params.policies["short"], ShortParams)
+    params = registry.resolve(load_params(write(tmp_path, {"policies": {"short": entry}})))
+    assert type(params.policies["short"]).__module__ == "sweetflow.rl.methods.short.params"
     assert params.model_dump(mode="json")["policies"]["short"] == entry  # its own knob too
+    path = write(tmp_path, {"policies": {"short": {k: v for k, v in entry.items() if k != "max_turns"}}})
     with pytest.raises(ParamsError, match=r"policies.short.max_turns: missing"):
-        load_params(write(tmp_path, {"policies": {"short": {k: v for k, v in entry.items() if k != "max_turns"}}}))
+        registry.resolve(load_params(path), path)
 
 
 def test_misspelled_key_is_named(tmp_path):

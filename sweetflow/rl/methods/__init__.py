@@ -1,2 +1,2 @@
-"""The policy-training methods, one module each, named as the method (`policies.<name>.method`):
-`training_data(p, source)` of sweetflow.rl.policy_methods' contract."""
+"""The policy-training methods, one folder each, named as the method (`policies.<name>.method`): its
+`params.py` holds its knobs and its `training.py` what it trains on; `registry` finds them by name."""

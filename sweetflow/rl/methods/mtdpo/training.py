@@ -1,17 +1,16 @@
-"""Multi-turn DPO: the preference loss on the trajectory pairs, every agent turn of a trajectory in one
-segment (the policy's view)."""
+"""What `mtdpo` trains on: the trajectory pairs in the policy's view, every agent turn in one segment."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from sweetflow.core.params import MtdpoParams
 from sweetflow.core.tables import PAIRS
+from sweetflow.rl.methods.mtdpo.params import Params
 from sweetflow.rl.policy_methods import PreferenceTraining, Source
 from sweetflow.rl.sequences import trajectory_pair_data
 
 
-def training_data(p: MtdpoParams, source: Source) -> PreferenceTraining:
+def training_data(p: Params, source: Source) -> PreferenceTraining:
     pairs_file = source.upstream("trajectory_pairs", file=PAIRS)
     pair_data, _, dropped = trajectory_pair_data(
         source.tokenizer,

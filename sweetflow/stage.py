@@ -23,6 +23,7 @@ from sweetflow.core.definition import Definition, definition, output_of
 from sweetflow.core.errors import InputError
 from sweetflow.core.memory import keep_freed_memory
 from sweetflow.core.params import DOMAINS, AgentParams, section_of
+from sweetflow.core.tables import TRAJECTORIES, read_tasks, task_file
 from sweetflow.params import Params, load_params
 
 
@@ -70,6 +71,12 @@ class Stage:
         if not any(path.is_relative_to(dep) for dep in self.definition.deps):
             raise InputError(f"dvc.yaml: stage {self.name!r} reads {path.as_posix()}: add it to its deps")
         return path.as_posix()
+
+    def offline_data(self) -> tuple[list[str], dict[str, dict]]:
+        """What the trained chain's stages start from: the files of the training tasks and of the offline
+        rollout (both declared deps, and inputs of the output) and the training tasks by task_id."""
+        files = [self.upstream("tasks", file=task_file("train")), self.upstream("rollout", file=TRAJECTORIES)]
+        return files, {t["task_id"]: t for t in read_tasks(self.domain, "train")}
 
     def output(
         self, inputs: list[Path | str], seed: int | None = None, *, metrics: bool = True, out: Path | str | None = None

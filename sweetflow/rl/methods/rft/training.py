@@ -1,15 +1,15 @@
-"""Rejection fine-tuning: SFT on the offline trajectories whose reward reaches the domain's `min_reward`."""
+"""What `rft` trains on: the successful trajectories, each an SFT example."""
 
 from __future__ import annotations
 
 from sweetflow.core.errors import InputError
-from sweetflow.core.params import RftParams
+from sweetflow.rl.methods.rft.params import Params
 from sweetflow.rl.policy_methods import SftTraining, Source
 from sweetflow.rl.sequences import successful_chats
 from sweetflow.rl.sft import encode_chats
 
 
-def training_data(p: RftParams, source: Source) -> SftTraining:
+def training_data(p: Params, source: Source) -> SftTraining:
     min_reward = p.min_reward[source.domain]
     chats = successful_chats(source.tasks, source.trajectories, min_reward)
     examples, cut = encode_chats(source.tokenizer, chats, source.max_length)

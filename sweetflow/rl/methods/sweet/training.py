@@ -1,17 +1,17 @@
-"""SWEET-RL: the preference loss on the step pairs ranked by the critic `critic` (a state, then the
-chosen or the rejected candidate, that last turn scored), with the NLL term on the chosen actions."""
+"""What `sweet` trains on: the step pairs its critic ranked (a state, then the chosen or the rejected
+candidate, that last turn scored)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from sweetflow.core.params import SweetParams
 from sweetflow.core.tables import CANDIDATES, PAIRS
+from sweetflow.rl.methods.sweet.params import Params
 from sweetflow.rl.policy_methods import PreferenceTraining, Source
 from sweetflow.rl.sequences import step_pair_data
 
 
-def training_data(p: SweetParams, source: Source) -> PreferenceTraining:
+def training_data(p: Params, source: Source) -> PreferenceTraining:
     candidates_file = source.upstream("candidates", file=CANDIDATES)
     step_file = source.upstream("step_pairs", p.critic, file=PAIRS)
     pair_data, dropped = step_pair_data(

@@ -1,4 +1,4 @@
-"""stages/_episodes.py: what the forkserver of an evaluation imports before it forks a process per seed, and what
+"""sweetflow/rollout/seeds.py: what the forkserver of an evaluation imports before it forks a process per seed, and
 names the episodes each seed keeps for a rerun."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 
-from stages._episodes import model_modules, seed_progress
+from sweetflow.rollout.seeds import model_modules, seed_progress
 from tests.support.params import project_params
 
 

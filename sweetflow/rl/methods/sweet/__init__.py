@@ -1,0 +1,2 @@
+"""SWEET-RL (`method: sweet`): the preference loss on the step pairs a critic ranked, with the NLL term
+on the chosen actions."""
