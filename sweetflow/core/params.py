@@ -471,7 +471,7 @@ class PolicyParams(TrainerParams, PreferenceParams):
 class PolicyEntry(PolicyParams):
     """A policy's entry as params.yaml holds it: the knobs every method spells, checked, and those its
     method adds, kept as written. Only a process that reads the policy's method validates it whole, by
-    that method's class (sweetflow.rl.methods.resolve): the others run no method's code."""
+    that method's class (sweetflow.rl.methods.registry.resolve): the others run no method's code."""
 
     model_config = ConfigDict(extra="allow")
     reads_critic: ClassVar[bool | None] = None
