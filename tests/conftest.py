@@ -56,6 +56,7 @@ SLOWEST_FIRST = (
     "tests/integration/test_real_model.py",
     "tests/integration/test_import_pipeline.py",
     "tests/integration/test_engines.py",  # Snakemake runs before the test asks for the project
+    "tests/integration/test_new_method.py",
     "tests/integration/test_run_cache.py",
     "tests/integration/test_served_pipeline.py",
     "tests/integration/test_pipeline_changes.py",
