@@ -41,10 +41,10 @@ def training(method: str) -> ModuleType:
 def resolve(params: Params, path: Path | str = PARAMS_FILE) -> Params:
     """`params` with every policy's entry validated by its method's class; a ParamsError naming `path`
     and each bad key (`policies.<name>.<key>`) otherwise."""
-    policies, problems = {}, []
+    policies, problems, methods = {}, [], known()
     for name, entry in params.policies.items():
-        if entry.method not in known():
-            known_ones = ", ".join(repr(m) for m in known())
+        if entry.method not in methods:
+            known_ones = ", ".join(repr(m) for m in methods)
             problems.append(f"policies.{name}.method: unknown method {entry.method!r}; known methods: {known_ones}")
             continue
         policies[name], found = checked(params_class(entry.method), entry.model_dump(mode="json"), ("policies", name))
