@@ -6,7 +6,10 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 setup:
 	bash scripts/setup.sh
 
+# Every policy's knobs are checked by its method first: a stage reads only the knobs every method spells,
+# so a misspelled method knob would otherwise surface at stage policy, after the rollouts and critics.
 repro: setup
+	sweetflow params --check
 	dvc repro
 
 # The frontend's trained chain as the DVC experiment `frontend` (docs/frontend.md): params.yaml and

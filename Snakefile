@@ -1,8 +1,14 @@
 # The pipeline for Snakemake, built from dvc.yaml at parse time (see sweetflow/dag.py): this file
 # only wires rules. Each rule's threads and resources are its stage's `meta.resources` in dvc.yaml;
 # executors and the site (partitions, account) belong in workflow/profiles/.
-from sweetflow.dag import is_directory_out, load_stages, snakemake_inputs
+from pathlib import Path
 
+from sweetflow.dag import is_directory_out, load_stages, snakemake_inputs
+from sweetflow.params import load_params
+from sweetflow.rl.methods import registry
+
+# Every policy's knobs by its method, before any rule runs: a stage reads only those every method spells.
+registry.resolve(load_params(Path(workflow.basedir) / "params.yaml"), "params.yaml")
 STAGES = load_stages(workflow.basedir)
 PRODUCED = {out for stage in STAGES for out in stage.outs}
 

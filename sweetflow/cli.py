@@ -27,6 +27,11 @@ def parser_params(sub: argparse._SubParsersAction) -> None:
     """The command line of `sweetflow params`."""
     p = sub.add_parser("params", help="print the effective, validated parameters with their descriptions")
     p.add_argument("--file", type=Path, default=Path("params.yaml"))
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="validate only (every policy by its method too) and print one line: a check before a long run",
+    )
     p.set_defaults(func=cmd_params)
 
 
@@ -36,6 +41,9 @@ def cmd_params(args: argparse.Namespace) -> int:
     from sweetflow.rl.methods import registry
 
     params = registry.resolve(load_params(args.file), args.file)
+    if args.check:
+        console.print(f"{args.file}: valid; each of its {len(params.policies)} policies checked by its method")
+        return 0
     table = Table("key", "value", "description", title=f"effective parameters ({args.file})")
     for key, value, description in describe_params(params):
         table.add_row(key, json.dumps(value, default=str), description)

@@ -31,6 +31,7 @@ from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import read_yaml
 from sweetflow.core.params import PARAMS_FILE, TransformersAgentParams
 from sweetflow.params import Params, load_params
+from sweetflow.rl.methods import registry
 from sweetflow.tuning import params_key, read_choices
 
 
@@ -65,7 +66,8 @@ def _checked(path: Path, base: Path | str) -> tuple[dict[str, object], Params]:
             raise InputError(f"{path}: {key}: no such key in {base} (an experiment changes values, it adds none)")
         node[last] = value
     try:
-        return changes, Params.model_validate(merged)
+        # Resolved here, before any stage runs: a method's own knob is otherwise checked only by stage policy.
+        return changes, registry.resolve(Params.model_validate(merged), f"{path} on {base}")
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()[:5])
         raise InputError(f"{path}: the parameters it makes are invalid: {problems}") from None

@@ -26,6 +26,15 @@ def test_snakemake_lint_is_clean():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_snakemake_refuses_an_unknown_method_before_any_rule_runs(tmp_path):
+    """A stage reads only the knobs every method spells, and any method's name; the Snakefile reads each
+    policy by its method."""
+    project = make_project(tmp_path / "project", {"policies": {"mtdpo": {"method": "dpo"}}})
+    result = run(["snakemake", "-n", "--cores", "1"], project, check=False)
+    assert result.returncode != 0
+    assert "policies.mtdpo.method: unknown method 'dpo'; known methods:" in result.stdout + result.stderr
+
+
 def test_each_rule_asks_for_what_its_stage_declares():
     """The Snakefile makes a stage's meta.resources its rule's threads and resources (dry run)."""
     stages = {s.rule_name: s.resources for s in load_stages(ROOT)}

@@ -156,6 +156,15 @@ def test_values_the_parameters_refuse_are_refused(tmp_path):
         read_overlay(bad, PARAMS)
 
 
+def test_each_policy_is_read_by_its_method_before_the_experiment_runs(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("policies:\n  mtdpo:\n    method: dpo\n")
+    with pytest.raises(
+        InputError, match=r"bad.yaml on .*params.yaml: invalid parameters:\n  policies.mtdpo.method: unknown method"
+    ):
+        read_overlay(bad, PARAMS)
+
+
 def test_an_empty_or_missing_file_is_an_error(tmp_path):
     (tmp_path / "empty.yaml").write_text("")
     with pytest.raises(InputError, match="expected a mapping"):

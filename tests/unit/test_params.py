@@ -234,6 +234,17 @@ def test_cli_prints_effective_params_with_descriptions(tmp_path, capsys):
     assert "backend.tasks.n_test" in out and "7" in out and "Test tasks to generate" in out
 
 
+def test_the_cli_check_reads_every_policy_by_its_method_before_any_stage_runs(tmp_path, capsys):
+    """A method's name, and its own knobs, pass every stage's reading; `--check` finds a bad one at once."""
+    bad = write(tmp_path, {"policies": {"mtdpo": {"method": "dpo"}}})
+    load_params(bad)  # what a stage reads: the knobs every method spells
+    assert main(["params", "--check", "--file", str(bad)]) == 2
+    assert "policies.mtdpo.method: unknown method 'dpo'; known methods:" in capsys.readouterr().out
+    good = write(tmp_path)
+    assert main(["params", "--check", "--file", str(good)]) == 0
+    assert capsys.readouterr().out.strip().endswith("valid; each of its 4 policies checked by its method")
+
+
 def test_cli_reports_bad_params_without_a_traceback(tmp_path, capsys):
     path = write(tmp_path, {"backend": {"tasks": {"seeed": 1}}})
     assert main(["params", "--file", str(path)]) == 2
