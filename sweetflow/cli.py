@@ -531,9 +531,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from sweetflow import experiments, tuning
     from sweetflow.domain import get_domain
     from sweetflow.params import load_params
+    from sweetflow.rl.methods import registry
 
     # On an experiment file, its own policies: it may change a method or define a policy.
-    params = experiments.experiment_params(args.overlay, args.params) if args.overlay else load_params(args.params)
+    if args.overlay:
+        params = experiments.experiment_params(args.overlay, args.params)
+    else:
+        params = registry.resolve(load_params(args.params), args.params)
     on = args.overlay.stem if args.overlay else None
     critics = args.critics is not None
     record = tuning.table_path(args.out, args.domain, critics)  # the table `table` writes, and --resume reads

@@ -238,8 +238,9 @@ def test_the_cli_check_reads_every_policy_by_its_method_before_any_stage_runs(tm
     """A method's name, and its own knobs, pass every stage's reading; `--check` finds a bad one at once."""
     bad = write(tmp_path, {"policies": {"mtdpo": {"method": "dpo"}}})
     load_params(bad)  # what a stage reads: the knobs every method spells
-    assert main(["params", "--check", "--file", str(bad)]) == 2
-    assert "policies.mtdpo.method: unknown method 'dpo'; known methods:" in capsys.readouterr().out
+    for command in (["params", "--check", "--file"], ["tune", "run", "--domain", "backend", "--params"]):
+        assert main([*command, str(bad)]) == 2
+        assert "policies.mtdpo.method: unknown method 'dpo'; known methods:" in capsys.readouterr().out
     good = write(tmp_path)
     assert main(["params", "--check", "--file", str(good)]) == 0
     assert capsys.readouterr().out.strip().endswith("valid; each of its 4 policies checked by its method")
