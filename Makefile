@@ -6,8 +6,8 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 setup:
 	bash scripts/setup.sh
 
-# Every policy's knobs are checked by its method first: a stage reads only the knobs every method spells,
-# so a misspelled method knob would otherwise surface at stage policy, after the rollouts and critics.
+# Every policy is read by its method first: a stage reads only the knobs every method spells, so an unknown
+# method or a bad knob of a method's own would otherwise surface at stage policy, after the rollouts and critics.
 repro: setup
 	sweetflow params --check
 	dvc repro
