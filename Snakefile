@@ -4,11 +4,10 @@
 from pathlib import Path
 
 from sweetflow.dag import is_directory_out, load_stages, snakemake_inputs
-from sweetflow.params import load_params
 from sweetflow.rl.methods import registry
 
 # Every policy's knobs by its method, before any rule runs: a stage reads only those every method spells.
-registry.resolve(load_params(Path(workflow.basedir) / "params.yaml"), "params.yaml")
+registry.load(Path(workflow.basedir) / "params.yaml")
 STAGES = load_stages(workflow.basedir)
 PRODUCED = {out for stage in STAGES for out in stage.outs}
 

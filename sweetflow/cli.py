@@ -37,10 +37,9 @@ def parser_params(sub: argparse._SubParsersAction) -> None:
 
 def cmd_params(args: argparse.Namespace) -> int:
     from sweetflow.core.params import describe_params
-    from sweetflow.params import load_params
     from sweetflow.rl.methods import registry
 
-    params = registry.resolve(load_params(args.file), args.file)
+    params = registry.load(args.file)
     if args.check:
         console.print(f"{args.file}: valid; each of its {len(params.policies)} policies checked by its method")
         return 0
@@ -530,14 +529,13 @@ def parser_tune(sub: argparse._SubParsersAction) -> None:
 def cmd_tune(args: argparse.Namespace) -> int:
     from sweetflow import experiments, tuning
     from sweetflow.domain import get_domain
-    from sweetflow.params import load_params
     from sweetflow.rl.methods import registry
 
     # On an experiment file, its own policies: it may change a method or define a policy.
     if args.overlay:
         params = experiments.experiment_params(args.overlay, args.params)
     else:
-        params = registry.resolve(load_params(args.params), args.params)
+        params = registry.load(args.params)
     on = args.overlay.stem if args.overlay else None
     critics = args.critics is not None
     record = tuning.table_path(args.out, args.domain, critics)  # the table `table` writes, and --resume reads

@@ -6,8 +6,8 @@ folder and looked up by its name; nothing registers itself on import.
 
 params.yaml is read with every policy's entry as written (`PolicyEntry`); a process that reads a
 policy's method validates the entry whole by that method's class (`resolve`): stage policy, tuning,
-`sweetflow params`. A stage that reads no policy's method (a critic, an evaluation) runs no method's
-code, so adding a method reruns none of them.
+`sweetflow params`; so does whatever starts a run, before any stage (`load`). A stage that reads no
+policy's method (a critic, an evaluation) runs no method's code, so adding a method reruns none of them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from sweetflow.core.params import PARAMS_FILE, PolicyParams, checked, invalid
-from sweetflow.params import Params
+from sweetflow.params import Params, load_params
 
 PACKAGE = "sweetflow.rl.methods"  # spelled whole: `sweetflow dag` counts every method's modules as run
 
@@ -52,3 +52,8 @@ def resolve(params: Params, path: Path | str = PARAMS_FILE) -> Params:
     if problems:
         raise invalid(path, problems)
     return params.model_copy(update={"policies": policies})
+
+
+def load(path: Path | str = PARAMS_FILE) -> Params:
+    """Params file `path` with every policy read by its method (`resolve`): what a run's start checks."""
+    return resolve(load_params(path), path)
