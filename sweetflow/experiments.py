@@ -24,12 +24,11 @@ import copy
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
 
 from sweetflow.core.artifacts import machine
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import read_yaml
-from sweetflow.core.params import PARAMS_FILE, TransformersAgentParams
+from sweetflow.core.params import PARAMS_FILE, TransformersAgentParams, checked, invalid
 from sweetflow.params import Params, load_params
 from sweetflow.rl.methods import registry
 from sweetflow.tuning import params_key, read_choices
@@ -65,12 +64,11 @@ def _checked(path: Path, base: Path | str) -> tuple[dict[str, object], Params]:
         if not isinstance(node, dict) or last not in node:
             raise InputError(f"{path}: {key}: no such key in {base} (an experiment changes values, it adds none)")
         node[last] = value
-    try:
-        # Resolved here, before any stage runs: a method's own knob is otherwise checked only by stage policy.
-        return changes, registry.resolve(Params.model_validate(merged), f"{path} on {base}")
-    except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()[:5])
-        raise InputError(f"{path}: the parameters it makes are invalid: {problems}") from None
+    made, problems = checked(Params, merged)
+    if problems:
+        raise invalid(f"{path} on {base}", problems)
+    # Resolved here, before any stage runs: a method's own knob is otherwise checked only by stage policy.
+    return changes, registry.resolve(made, f"{path} on {base}")
 
 
 def _leaves(tree: dict, base: object, prefix: str = ""):

@@ -145,14 +145,16 @@ def test_an_option_that_is_off_takes_a_whole_mapping(tmp_path):
     assert Params.model_validate(dvc_applied(tmp_path, changes)).training.lora.model_dump() == lora
     typo = tmp_path / "typo.yaml"
     typo.write_text(yaml.safe_dump({"training": {"lora": {**lora, "rank": 8}}}))
-    with pytest.raises(InputError, match=r"typo.yaml: the parameters it makes are invalid: training.lora.rank"):
+    with pytest.raises(
+        InputError, match=r"typo.yaml on .*params.yaml: invalid parameters:\n  training.lora.rank: unknown key"
+    ):
         read_overlay(typo, PARAMS)  # the mapping is still checked, key by key
 
 
 def test_values_the_parameters_refuse_are_refused(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("rollout:\n  samples_per_task: -1\n")
-    with pytest.raises(InputError, match=r"bad.yaml: the parameters it makes are invalid: rollout.samples_per_task"):
+    with pytest.raises(InputError, match=r"bad.yaml on .*params.yaml: invalid parameters:\n  rollout.samples_per_task"):
         read_overlay(bad, PARAMS)
 
 
