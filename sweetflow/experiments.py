@@ -28,7 +28,7 @@ import yaml
 from sweetflow.core.artifacts import machine
 from sweetflow.core.errors import InputError
 from sweetflow.core.inputs import read_yaml
-from sweetflow.core.params import PARAMS_FILE, TransformersAgentParams, checked, invalid
+from sweetflow.core.params import PARAMS_FILE, TransformersAgentParams, validated
 from sweetflow.params import Params, load_params
 from sweetflow.rl.methods import registry
 from sweetflow.tuning import params_key, read_choices
@@ -64,11 +64,9 @@ def _checked(path: Path, base: Path | str) -> tuple[dict[str, object], Params]:
         if not isinstance(node, dict) or last not in node:
             raise InputError(f"{path}: {key}: no such key in {base} (an experiment changes values, it adds none)")
         node[last] = value
-    made, problems = checked(Params, merged)
-    if problems:
-        raise invalid(f"{path} on {base}", problems)
+    where = f"{path} on {base}"
     # Resolved here, before any stage runs: a method's own knob is otherwise checked only by stage policy.
-    return changes, registry.resolve(made, f"{path} on {base}")
+    return changes, registry.resolve(validated(Params, merged, where), where)
 
 
 def _leaves(tree: dict, base: object, prefix: str = ""):
