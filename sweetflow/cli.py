@@ -523,6 +523,15 @@ def parser_tune(sub: argparse._SubParsersAction) -> None:
         "(sweetflow/tuning.py, CriticRule; exit status 1 when the gate fails, the table written); default: each "
         "critic its own best good vs bad",
     )
+    p.add_argument(
+        "--bracket",
+        nargs="+",
+        type=float,
+        metavar="RATE",
+        help="table (policies): the committed grid of learning rates; exit status 1, the table written, when a "
+        "policy chose its lowest or highest rate and none of its trials ran past that edge (run the next rate past "
+        "it, once, then the table again: it names that trial an extension)",
+    )
     p.set_defaults(func=cmd_tune)
 
 
@@ -539,6 +548,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     on = args.overlay.stem if args.overlay else None
     critics = args.critics is not None
     record = tuning.table_path(args.out, args.domain, critics)  # the table `table` writes, and --resume reads
+    if args.bracket and (critics or args.action != "table"):
+        raise InputError("--bracket: `tune table` of the policies only (the critics' rule brackets by its KL bound)")
     if args.action in ("queue", "run"):
         warn_emulated_bf16(params)
         kind, defined = ("critics", params.critics) if critics else ("policies", params.policies)
@@ -605,7 +616,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             gate = tuning.critic_gate(pairs, best, *two)
         markdown = tuning.write_critic_table(args.domain, trials, best, args.out, pairs, rule, controls, gate)
         console.print(markdown, highlight=False)
-        section = "critics"
+        section, edges = "critics", {}
     else:
         domain = get_domain(args.domain)
         method_of = {name: p.method for name, p in params.policies.items()}
@@ -613,13 +624,26 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if not trials:
             raise InputError(missing)
         best = tuning.choose(trials, domain.headline, domain.goal_metric)
-        tuning.write_table(args.domain, trials, best, domain.headline, args.out)
-        console.print(tuning.render(args.domain, trials, best, domain.headline), highlight=False)
+        grid = tuple(args.bracket) if args.bracket else None
+        tuning.write_table(args.domain, trials, best, domain.headline, args.out, grid)
+        console.print(tuning.render(args.domain, trials, best, domain.headline, grid), highlight=False)
         section, gate = "policies", None
+        edges = tuning.at_edge(trials, best, grid) if grid else {}  # a choice its grid does not bracket
     for name, trial in sorted(best.items()):
         console.print(f"{section}.{name}: {tuning.describe(trial.config)}", highlight=False, markup=False)
     if critics and gate is not None and not gate["passed"]:
         console.print(f"the gate failed ({record.with_suffix('.md')}): no policy is to be trained", highlight=False)
+        return 1
+    if edges:
+        for policy, side in sorted(edges.items()):
+            rate = best[policy].config["learning_rate"]
+            console.print(
+                f"`{policy}` chose {rate:g}, the {side} edge of the grid: run the next rate "
+                f"{'below' if side == 'lower' else 'above'} it once (`tune run --learning-rates <rate>`), then this "
+                "table again; nothing that reads the choice should run before",
+                highlight=False,
+                markup=False,
+            )
         return 1
     return 0
 

@@ -22,6 +22,7 @@ the length-matched comparison of the two that decides whether policies are train
     dvc queue start -j 1                     # run them; `dvc queue status` to follow
     sweetflow tune run --domain backend      # or: run each at once, in the workspace
     sweetflow tune table --domain backend    # reports/tuning/<domain>.{md,json}: every run and the choice
+    sweetflow tune table --bracket 1e-4 1e-3 # the same, exit 1 while a choice is the grid's edge (`at_edge`)
     sweetflow tune run --critics --learning-rates 1e-5 1e-4 1e-3   # the critics' rates, then:
     sweetflow tune table --critics           # reports/tuning/<domain>-critics.{md,json}
 
@@ -36,6 +37,7 @@ at `--out`, committed, is the tuning's record across machines: `run` skips the c
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -246,6 +248,28 @@ def choose(trials: list[Trial], headline: tuple[str, str], goal: str) -> dict[st
     return best
 
 
+def at_edge(trials: list[Trial], best: dict[str, Trial], grid: tuple[float, ...]) -> dict[str, str]:
+    """The policies whose choice is the lowest or highest learning rate of the committed `grid` while none of
+    their trials ran past that edge: {policy: "lower" or "upper"}. The grid then does not bracket the choice,
+    and the next rate past the edge runs first (`tune table --bracket`). One extension settles it whatever it
+    chooses: the grid grows once, disclosed (`render`), not until the choice stops moving."""
+    low, high = min(grid), max(grid)
+    edges = {}
+    for policy, chosen in best.items():
+        rate = chosen.config["learning_rate"]
+        tried = [t.config["learning_rate"] for t in trials if t.policy == policy]
+        if math.isclose(rate, low) and not any(r < low and not math.isclose(r, low) for r in tried):
+            edges[policy] = "lower"
+        elif math.isclose(rate, high) and not any(r > high and not math.isclose(r, high) for r in tried):
+            edges[policy] = "upper"
+    return edges
+
+
+def past(trials: list[Trial], grid: tuple[float, ...]) -> list[Trial]:
+    """The trials whose learning rate is none of the committed `grid`'s: its extensions."""
+    return [t for t in trials if not any(math.isclose(t.config["learning_rate"], r) for r in grid)]
+
+
 def collect(
     domain: str, method_of: dict[str, str], root: Path = Path("."), commits: int = 1, on: str | None = None
 ) -> list[Trial]:
@@ -318,8 +342,15 @@ def _git_json(root: Path, rev: str, path: str) -> dict | None:
     return json.loads(shown.stdout) if shown.returncode == 0 else None
 
 
-def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: tuple[str, str]) -> str:
-    """The markdown table of every configuration tried, the chosen ones marked."""
+def render(
+    domain: str,
+    trials: list[Trial],
+    best: dict[str, Trial],
+    headline: tuple[str, str],
+    committed: tuple[float, ...] | None = None,
+) -> str:
+    """The markdown table of every configuration tried, the chosen ones marked; with the `committed` grid of
+    learning rates, the trials past it are named as its extensions."""
     a, b = headline
     nll_settings: dict[str, set] = {}  # per policy: the NLL settings its trials ran with
     for t in trials:
@@ -338,6 +369,7 @@ def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: t
         f"Every policy got the same grid: {grid}. "
         "Each row is one DVC experiment that retrained the policy and evaluated it on the validation tasks only "
         f"(means over seeds, %). Chosen: the best {b}, then {a}, then fewer epochs. {RAN_ON_NOTE}",
+        *_extensions(trials, best, committed),
         "",
         f"| policy | learning rate | epochs | nll_coef | step pairs | {a} (%) | {b} (%) | chosen | ran on |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -363,13 +395,35 @@ def render(domain: str, trials: list[Trial], best: dict[str, Trial], headline: t
     return "\n".join(out) + "\n"
 
 
+def _extensions(trials: list[Trial], best: dict[str, Trial], grid: tuple[float, ...] | None) -> list[str]:
+    """The sentences that disclose the trials past the committed grid, and a choice still at its edge."""
+    if grid is None:
+        return []
+    lines = []
+    if extended := past(trials, grid):
+        named = ", ".join(f"`{t.policy}` at {t.config['learning_rate']:g}" for t in extended)
+        lines.append(f"Past the committed grid ({', '.join(f'{r:g}' for r in sorted(grid))}), one extension: {named}.")
+    for policy, side in sorted(at_edge(trials, best, grid).items()):
+        lines.append(
+            f"`{policy}` chose the {side} edge of the grid and nothing past it ran: the grid does not bracket it."
+        )
+    return ["", *lines] if lines else []
+
+
 def describe(config: dict) -> str:
     """A configuration as params.yaml values, e.g. `learning_rate: 0.001, epochs: 1, nll_span: response`."""
     return ", ".join(f"{k}: {v:g}" if isinstance(v, float | int) else f"{k}: {v}" for k, v in config.items())
 
 
-def write_table(domain: str, trials: list[Trial], best: dict[str, Trial], headline: tuple[str, str], out: Path) -> None:
-    _write(table_path(out, domain), render(domain, trials, best, headline), "policies", trials, best)
+def write_table(
+    domain: str,
+    trials: list[Trial],
+    best: dict[str, Trial],
+    headline: tuple[str, str],
+    out: Path,
+    grid: tuple[float, ...] | None = None,
+) -> None:
+    _write(table_path(out, domain), render(domain, trials, best, headline, grid), "policies", trials, best)
 
 
 def table_path(out: Path, domain: str, critics: bool = False) -> Path:

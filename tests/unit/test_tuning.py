@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
+from pathlib import Path
 
 import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sweetflow.cli import main
 from sweetflow.core.artifacts import machine
 from sweetflow.core.errors import InputError
 from sweetflow.report.critic_intervals import accuracy_difference
@@ -21,6 +24,7 @@ from sweetflow.tuning import (
     CriticRule,
     CriticTrial,
     Trial,
+    at_edge,
     choose,
     choose_critics,
     collect,
@@ -36,6 +40,7 @@ from sweetflow.tuning import (
     launch,
     launch_critics,
     pair_critics,
+    past,
     queue_command,
     read_choices,
     render,
@@ -591,3 +596,68 @@ def test_the_chosen_critics_are_set_against_each_control_on_every_and_on_length_
     assert shorter.accuracy["a"]["value"] == 1.0 and shorter.accuracy["b"]["value"] == 0.5
     assert shorter.accuracy["a_minus_b"]["value"] == 0.5 and "length_matched" in shorter.accuracy
     assert "| `no_info` | 2e-06 | shorter | 50.0 [" in render_controls(pairs)
+
+
+GRID = (2e-7, 1e-6, 5e-6)
+
+
+@pytest.mark.parametrize(
+    "rates, chosen, edge",
+    [
+        (GRID, 1e-6, None),  # inside: bracketed
+        (GRID, 2e-7, "lower"),
+        (GRID, 5e-6, "upper"),
+        ((1e-7, *GRID), 2e-7, None),  # the extension below ran and lost: bracketed
+        ((1e-7, *GRID), 1e-7, None),  # it ran and won: one extension settles it, disclosed
+        ((*GRID, 2.5e-5), 5e-6, None),
+        ((1e-7, *GRID), 5e-6, "upper"),  # an extension below says nothing of the upper edge
+    ],
+)
+def test_a_choice_at_the_committed_grids_edge_asks_for_one_extension_past_it(rates, chosen, edge):
+    trials = [trial("sweet", lr, 1, 0.5 if lr == chosen else 0.1, 0.5) for lr in rates]
+    best = choose(trials, HEADLINE, "success_rate")
+    assert best["sweet"].config["learning_rate"] == chosen
+    assert at_edge(trials, best, GRID) == ({"sweet": edge} if edge else {})
+    assert [t.config["learning_rate"] for t in past(trials, GRID)] == [r for r in rates if r not in GRID]
+
+
+@given(
+    grid=st.lists(st.floats(1e-8, 1e-2), min_size=2, max_size=5, unique=True),
+    pick=st.integers(0, 4),
+)
+def test_a_choice_strictly_inside_its_grid_is_never_at_an_edge(grid, pick):
+    grid = sorted(grid)
+    if grid[-1] / grid[0] < 1.01:  # rates this close are one rate to the rule's comparison
+        return
+    trials = [trial("sweet", lr, 1, 0.5 if i == pick % len(grid) else 0.1, 0.5) for i, lr in enumerate(grid)]
+    best = choose(trials, HEADLINE, "success_rate")
+    inside = 0 < pick % len(grid) < len(grid) - 1
+    assert (at_edge(trials, best, tuple(grid)) == {}) == inside
+
+
+def test_tune_table_stops_while_the_choice_sits_at_the_edge_and_discloses_the_extension(tmp_path, monkeypatch, capsys):
+    """`tune table --bracket` on a committed table (--resume, no experiment in this clone): exit status 1 while
+    SWEET-RL's choice is its grid's lowest rate, 0 once the rate below ran, and its table names that extension."""
+    run = dvc_project(tmp_path, monkeypatch)
+    shutil.copy(Path(__file__).resolve().parents[2] / "params.yaml", tmp_path / "params.yaml")
+    run("git", "add", "-A")
+    run("git", "commit", "-qm", "project")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "tuning"
+    table = ["tune", "table", "--domain", "backend", "--out", str(out), "--resume", "--bracket", *map(str, GRID)]
+    trials = [trial("sweet", lr, 1, s, 0.5) for lr, s in zip(GRID, (0.4, 0.3, 0.2), strict=True)]
+    write_table("backend", trials, choose(trials, HEADLINE, "success_rate"), HEADLINE, out)
+    assert main(table) == 1
+    said = capsys.readouterr().out
+    assert "`sweet` chose 2e-07, the lower edge of the grid: run the next rate below it once" in said
+    assert "the grid does not bracket it" in (out / "backend.md").read_text()
+
+    trials.append(trial("sweet", 1e-7, 1, 0.35, 0.5))
+    write_table("backend", trials, choose(trials, HEADLINE, "success_rate"), HEADLINE, out)
+    assert main(table) == 0
+    markdown = (out / "backend.md").read_text()
+    assert "Past the committed grid (2e-07, 1e-06, 5e-06), one extension: `sweet` at 1e-07." in markdown
+    assert "does not bracket" not in markdown
+    assert read_choices(out / "backend.json")[1]["sweet"]["learning_rate"] == 2e-7
+    assert main(["tune", "table", "--critics", "--out", str(out), "--bracket", "1e-6"]) == 2
+    assert "--bracket: `tune table` of the policies only" in capsys.readouterr().out
