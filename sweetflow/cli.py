@@ -550,6 +550,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     record = tuning.table_path(args.out, args.domain, critics)  # the table `table` writes, and --resume reads
     if args.bracket and (critics or args.action != "table"):
         raise InputError("--bracket: `tune table` of the policies only (the critics' rule brackets by its KL bound)")
+    if args.bracket and len(set(args.bracket)) < 2:
+        raise InputError(f"--bracket {args.bracket[0]:g}: a grid of one rate brackets nothing; name the grid's rates")
     if args.action in ("queue", "run"):
         warn_emulated_bf16(params)
         kind, defined = ("critics", params.critics) if critics else ("policies", params.policies)

@@ -401,7 +401,8 @@ def _extensions(trials: list[Trial], best: dict[str, Trial], grid: tuple[float, 
         return []
     lines = []
     if extended := past(trials, grid):
-        named = ", ".join(f"`{t.policy}` at {t.config['learning_rate']:g}" for t in extended)
+        rates = sorted({(t.policy, t.config["learning_rate"]) for t in extended})  # a rate may hold several trials
+        named = ", ".join(f"`{policy}` at {rate:g}" for policy, rate in rates)
         lines.append(f"Past the committed grid ({', '.join(f'{r:g}' for r in sorted(grid))}), one extension: {named}.")
     for policy, side in sorted(at_edge(trials, best, grid).items()):
         lines.append(

@@ -652,12 +652,14 @@ def test_tune_table_stops_while_the_choice_sits_at_the_edge_and_discloses_the_ex
     assert "`sweet` chose 2e-07, the lower edge of the grid: run the next rate below it once" in said
     assert "the grid does not bracket it" in (out / "backend.md").read_text()
 
-    trials.append(trial("sweet", 1e-7, 1, 0.35, 0.5))
+    trials += [trial("sweet", 1e-7, 1, 0.35, 0.5), trial("sweet", 1e-7, 2, 0.1, 0.5)]
     write_table("backend", trials, choose(trials, HEADLINE, "success_rate"), HEADLINE, out)
     assert main(table) == 0
     markdown = (out / "backend.md").read_text()
     assert "Past the committed grid (2e-07, 1e-06, 5e-06), one extension: `sweet` at 1e-07." in markdown
     assert "does not bracket" not in markdown
     assert read_choices(out / "backend.json")[1]["sweet"]["learning_rate"] == 2e-7
-    assert main(["tune", "table", "--critics", "--out", str(out), "--bracket", "1e-6"]) == 2
+    assert main(["tune", "table", "--critics", "--out", str(out), "--bracket", "1e-6", "5e-6"]) == 2
     assert "--bracket: `tune table` of the policies only" in capsys.readouterr().out
+    assert main([*table[:-3], "1e-6"]) == 2
+    assert "a grid of one rate brackets nothing" in capsys.readouterr().out
