@@ -627,8 +627,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             raise InputError(missing)
         best = tuning.choose(trials, domain.headline, domain.goal_metric)
         grid = tuple(args.bracket) if args.bracket else None
-        tuning.write_table(args.domain, trials, best, domain.headline, args.out, grid)
-        console.print(tuning.render(args.domain, trials, best, domain.headline, grid), highlight=False)
+        console.print(tuning.write_table(args.domain, trials, best, domain.headline, args.out, grid), highlight=False)
         section, gate = "policies", None
         edges = tuning.at_edge(trials, best, grid) if grid else {}  # a choice its grid does not bracket
     for name, trial in sorted(best.items()):

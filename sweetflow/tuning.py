@@ -254,13 +254,14 @@ def at_edge(trials: list[Trial], best: dict[str, Trial], grid: tuple[float, ...]
     and the next rate past the edge runs first (`tune table --bracket`). One extension settles it whatever it
     chooses: the grid grows once, disclosed (`render`), not until the choice stops moving."""
     low, high = min(grid), max(grid)
+    extended = past(trials, grid)
     edges = {}
     for policy, chosen in best.items():
         rate = chosen.config["learning_rate"]
-        tried = [t.config["learning_rate"] for t in trials if t.policy == policy]
-        if math.isclose(rate, low) and not any(r < low and not math.isclose(r, low) for r in tried):
+        beyond = [t.config["learning_rate"] for t in extended if t.policy == policy]
+        if math.isclose(rate, low) and not any(r < low for r in beyond):
             edges[policy] = "lower"
-        elif math.isclose(rate, high) and not any(r > high and not math.isclose(r, high) for r in tried):
+        elif math.isclose(rate, high) and not any(r > high for r in beyond):
             edges[policy] = "upper"
     return edges
 
@@ -423,8 +424,11 @@ def write_table(
     headline: tuple[str, str],
     out: Path,
     grid: tuple[float, ...] | None = None,
-) -> None:
-    _write(table_path(out, domain), render(domain, trials, best, headline, grid), "policies", trials, best)
+) -> str:
+    """`table_path(out, domain)` and its markdown beside it; returns the markdown."""
+    markdown = render(domain, trials, best, headline, grid)
+    _write(table_path(out, domain), markdown, "policies", trials, best)
+    return markdown
 
 
 def table_path(out: Path, domain: str, critics: bool = False) -> Path:
