@@ -8,7 +8,7 @@ method needs. The data are read, and the base model's log-probs of them computed
 seeds. Resumable: a run cut off keeps the seeds it finished (sweetflow/rl/seeds.py), the base model's
 log-probs as far as it computed them and the state of the seed it was training (both saved every
 `TrainRun.save_every_s`), and trains only what is left. The base model's log-probs stay kept after the
-stage, for a run of the same policy at other seeds. Writes `models/DOMAIN/policies/NAME/`
+stage, for a run of the same policy at other seeds or other training settings. Writes `models/DOMAIN/policies/NAME/`
 (`seed<k>/`: a checkpoint per seed; what the method keeps beside them, `reference_logps.pt` for the
 preference methods; `manifest.json`) and `reports/DOMAIN/stages/policies/NAME/` (`metrics.json`: data
 counts and each seed's training summary; `plots/seed<k>/`: DVCLive curves).
@@ -44,10 +44,12 @@ def main() -> None:
     # Each seed, once trained, is kept until the output holds them all: a stage cut off resumes at its next seed,
     # or inside the seed it was training.
     finished = FinishedSeeds(checkpoint_path(stage.name, stage.sections, inputs).with_suffix(""))
-    # What every seed shares is named by all but `seeds` and outlives the stage (a preference method's reference
-    # log-probs, a few numbers a sequence and up to hours on a CPU): a run of the same policy at other seeds, such
-    # as an experiment's next point (sweetflow/points.py), reads it instead of computing it again.
-    shared = {key: value for key, value in stage.sections.items() if key != "seeds"}
+    # What every seed shares outlives the stage (a preference method's reference log-probs, a few numbers a
+    # sequence and up to hours on a CPU), named by what decides it: the inputs, where and how the base model runs,
+    # and what the method says (`Training.shares`), not the policy's training settings. A run of the same policy
+    # at other seeds (an experiment's next point, sweetflow/points.py) or at another learning rate (a tuning's
+    # next trial) reads it instead of computing it again.
+    shared = {key: stage.sections[key] for key in ("device", "reproducibility", "training")} | training.shares()
     training.prepare(checkpoint_path(f"{stage.name}-shared", shared, inputs).with_suffix(""))
     run = {"tokenizer": source.tokenizer, "pad": source.pad_id, "engine": engine, "seeds": params.seeds}
     del source  # and its base model: each seed starts from a fresh copy

@@ -5,6 +5,8 @@ seed's run) (docs/architecture.md, Training methods: one folder each)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,6 +82,11 @@ class Training(ABC):
         """Compute what every seed's run shares (nothing, unless the method says so), kept in directory `keep`
         so that a stage started again after a kill reads it there instead of computing it again."""
 
+    def shares(self) -> dict[str, object]:
+        """What decides the work `prepare` does besides the inputs, the base model and where it runs (names
+        `keep`): nothing, unless the method says so."""
+        return {}
+
     def save(self, out: Path) -> None:
         """Write what the method keeps beside the checkpoints (nothing, unless it says so)."""
 
@@ -114,13 +121,21 @@ class PreferenceTraining(Training):
         }
         super().__init__(inputs, data)
         self.p, self.source, self.pair_data = p, source, pair_data
+        self.batch = forward_batch_size(p, source.engine)  # of the reference pass
         self.pairs: ScoredPairs | None = None  # with the reference's log-probs, once prepared
 
     def prepare(self, keep: Path) -> None:
-        batch = forward_batch_size(self.p, self.source.engine)
         sequences, base, pad_id = self.pair_data.sequences, self.source.base, self.source.pad_id
-        ref = kept_segment_logps(base, sequences, batch, pad_id, keep / REFERENCE, desc="reference log-probs")
+        ref = kept_segment_logps(base, sequences, self.batch, pad_id, keep / REFERENCE, desc="reference log-probs")
         self.pairs, self.source = ScoredPairs(self.pair_data, ref), None  # the base model is no longer needed
+
+    def shares(self) -> dict[str, object]:
+        # The sequences themselves and the batch that reads them, not the settings that made them: a tuning's
+        # learning rates and epochs read the same sequences, so they share one reference pass.
+        digest = hashlib.sha256()
+        for s in self.pair_data.sequences:
+            digest.update(json.dumps([s.input_ids, s.segment_ids]).encode() + b"\n")
+        return {"sequences": digest.hexdigest(), "batch": self.batch}
 
     def run_name(self, policy: str, seed: int) -> str:
         return f"{policy} seed {seed}"

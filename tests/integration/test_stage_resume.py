@@ -1,8 +1,9 @@
 """Stage `policy` killed between seeds: the rerun keeps the seeds the killed run finished (and a preference
-method's reference log-probs), trains only the rest, and writes what an uninterrupted run writes; in one
-process and in two under `accelerate launch`. Stage `critic` killed after its warm-up: the rerun trains only
-the critic (likewise in one process and in two). Stage `base_model` killed inside its training: the rerun goes on
-from its last saved state. How a training resumes: tests/unit/rl/test_run_state.py."""
+method's reference log-probs, which a run at other seeds or another learning rate reads too), trains only the
+rest, and writes what an uninterrupted run writes; in one process and in two under `accelerate launch`. Stage
+`critic` killed after its warm-up: the rerun trains only the critic (likewise in one process and in two). Stage
+`base_model` killed inside its training: the rerun goes on from its last saved state. How a training resumes:
+tests/unit/rl/test_run_state.py."""
 
 from __future__ import annotations
 
@@ -88,6 +89,18 @@ def test_a_policy_stage_killed_after_its_first_seed_trains_only_the_others_again
         alone = subprocess.run(policy, cwd=project, env=env, capture_output=True, text=True, timeout=600)
         assert alone.returncode == 0 and "reference log-probs: read from" in alone.stderr, alone.stderr
         assert content_hash(project / output / "seed1") == content_hash(clean / output / "seed1")
+        # A run at another learning rate (a tuning's next trial) reads them too: they depend on the sequences, not
+        # on how the policy trains. An NLL term over the responses alone segments them anew (the default covers the
+        # whole dialogue): a pass of its own.
+        shared = lambda: list((project / KEPT).glob(f"policy@backend-{method}-shared-*"))  # noqa: E731
+        _set_params(project, {"policies": {method: {"learning_rate": 3e-4}}})
+        retuned = subprocess.run(policy, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+        assert retuned.returncode == 0 and "reference log-probs: read from" in retuned.stderr, retuned.stderr
+        assert len(shared()) == 1
+        _set_params(project, {"policies": {method: {"nll_span": "response"}}})
+        resegmented = subprocess.run(policy, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+        assert resegmented.returncode == 0 and "reference log-probs: read from" not in resegmented.stderr
+        assert len(shared()) == 2
 
 
 @pytest.mark.parametrize("processes", [1, 2])
